@@ -1,0 +1,7 @@
+//! Ruby-free byte-level cores of rusty_stdlib.
+//!
+//! Everything here works on bytes and plain Rust types so it can be tested with
+//! `cargo test` and fuzzed without a Ruby VM. The `rusty_stdlib` crate binds it to Ruby.
+
+pub mod digest;
+pub mod hex;

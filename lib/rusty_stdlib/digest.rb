@@ -1,0 +1,61 @@
+# frozen_string_literal: true
+
+require_relative "activation"
+require "digest"
+
+module RustyStdlib
+  # Digest::MD5, SHA1, SHA256, SHA384, SHA512, RMD160 and SHA2 on Rust.
+  #
+  # The stdlib's classes are replaced by native ones of the same names and ancestry
+  # (Digest::Base / Digest::Class), so `is_a?`, `name`, `inspect` and everything
+  # Digest::Instance offers behave as before. The stdlib classes stay reachable
+  # through RustyStdlib::Digest.stdlib(:SHA256).
+  module Digest
+    CLASS_NAMES = %i[MD5 SHA1 SHA256 SHA384 SHA512 RMD160 SHA2].freeze
+    # digest gem versions whose behaviour spec/digest proves we match
+    # (3.1.0: Ruby 3.1, 3.1.1: Ruby 3.3).
+    PROVEN_VERSIONS = %w[3.1.0 3.1.1].freeze
+
+    @stdlib = {}
+
+    class << self
+      def unsupported_reason
+        return nil if PROVEN_VERSIONS.include?(::Digest::VERSION)
+
+        "digest #{::Digest::VERSION} is not proven (#{PROVEN_VERSIONS.join(', ')} are)"
+      end
+
+      # The stdlib's class `name`, whether or not ours replaced it.
+      def stdlib(name)
+        @stdlib.fetch(name) do
+          load_stdlib
+          ::Digest.const_get(name)
+        end
+      end
+
+      def install!
+        load_stdlib
+        CLASS_NAMES.each do |name|
+          next if @stdlib.key?(name)
+
+          original = ::Digest.const_get(name)
+          ours = build_class(name.to_s) # native: an anonymous class until named here
+          ::Digest.send(:remove_const, name)
+          ::Digest.const_set(name, ours)
+          const_set(name, ours)
+          @stdlib[name] = original
+        end
+      end
+
+      private
+
+      # Loaded first so that a later `require "digest/sha2"` is a no-op and cannot
+      # redefine what we installed.
+      def load_stdlib
+        %w[digest/md5 digest/sha1 digest/sha2 digest/rmd160].each { |lib| require lib }
+      end
+    end
+  end
+end
+
+RustyStdlib.activate(:digest, RustyStdlib::Digest)

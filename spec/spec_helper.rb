@@ -1,0 +1,24 @@
+# frozen_string_literal: true
+
+$LOAD_PATH.unshift(File.expand_path("../lib", __dir__))
+require "rusty_stdlib"
+
+unless RustyStdlib.native?
+  abort "spec: the native extension did not load; run `rake compile` first (specs would " \
+        "otherwise compare the stdlib with itself)"
+end
+
+Dir[File.join(__dir__, "support", "**", "*.rb")].sort.each { |f| require f }
+
+# Where the shared test data lives (../shared beside the checkout); nil on a user's machine.
+CORPUS_DIR = [ENV["RUSTY_CORPUS"], File.expand_path("../../shared/corpus", __dir__)]
+             .compact.find { |dir| File.directory?(dir) }
+
+RSpec.configure do |config|
+  config.include Parity
+  config.disable_monkey_patching!
+  config.order = :random
+  Kernel.srand config.seed
+  config.filter_run_when_matching :focus
+  config.expect_with(:rspec) { |c| c.max_formatted_output_length = 2000 }
+end

@@ -1,0 +1,49 @@
+# frozen_string_literal: true
+
+# Runs the same code against the stdlib and against rusty_stdlib and compares what
+# happened: the value (==, class, encoding, frozen?) or the exception (class, message).
+#
+#   expect_parity(RustyStdlib::Digest.stdlib(:MD5), Digest::MD5) { |md5| md5.hexdigest(s) }
+#
+# With RUSTY_GC_STRESS=1 our side runs under GC.stress, which turns a missing GC mark
+# into a crash or a wrong value instead of a rare flake.
+module Parity
+  GC_STRESS = !ENV.fetch("RUSTY_GC_STRESS", "").empty?
+
+  # What running a block did, in a form that compares with ==.
+  Outcome = Struct.new(:raised, :klass, :value, :encoding, :frozen) do
+    def inspect
+      if raised
+        "raised #{klass}: #{value.inspect}"
+      else
+        "#{klass} #{value.inspect} (#{encoding || 'no encoding'}, #{frozen ? 'frozen' : 'not frozen'})"
+      end
+    end
+  end
+
+  def self.outcome(stress: false)
+    value = begin
+      GC.stress = true if stress
+      yield
+    ensure
+      GC.stress = false if stress
+    end
+    encoding = value.encoding if value.respond_to?(:encoding)
+    Outcome.new(false, value.class, value, encoding, value.frozen?)
+  rescue StandardError, ScriptError => e
+    Outcome.new(true, e.class, e.message, nil, nil)
+  end
+
+  def outcome_of(stress: false, &block)
+    Parity.outcome(stress: stress, &block)
+  end
+
+  # Asserts that `block.call(stdlib)` and `block.call(ours)` have the same outcome and
+  # returns it.
+  def expect_parity(stdlib, ours, &block)
+    expected = outcome_of { block.call(stdlib) }
+    actual = outcome_of(stress: GC_STRESS) { block.call(ours) }
+    expect(actual).to eq(expected)
+    expected
+  end
+end
