@@ -43,12 +43,18 @@ fn build_class(ruby: &Ruby, name: String) -> Result<RClass, Error> {
     }
     let digest: RModule = ruby.class_object().const_get("Digest")?;
     let base: RClass = digest.const_get("Base")?;
-    let class = RClass::new(base)?;
+    let class = new_class(ruby, base)?;
     object::define_alloc_func(class, algorithm);
     define_primitives(class)?;
     class_methods::define(class)?;
     registry::register(ruby, algorithm, class);
     Ok(class)
+}
+
+/// `Class.new(superclass)`: unlike `rb_class_new`, it also gives the class its metaclass
+/// (so inherited class methods such as `Digest::Class.hexdigest` work) and runs `inherited`.
+fn new_class(ruby: &Ruby, superclass: RClass) -> Result<RClass, Error> {
+    ruby.class_class().funcall("new", (superclass,))
 }
 
 /// The methods `Digest::Base` defines, which every other method builds on.

@@ -13,8 +13,6 @@ use crate::helpers::{nogvl::without_gvl, tmplock::LockedStr};
 
 /// Strings at least this long are hashed with the GVL released.
 const NOGVL_THRESHOLD: usize = 64 * 1024;
-/// Bytes hashed per GVL release, so Thread#raise and Timeout still get through.
-const NOGVL_CHUNK: usize = 4 * 1024 * 1024;
 
 #[magnus::wrap(class = "Digest::Base", free_immediately, size)]
 pub struct DigestObject {
@@ -57,13 +55,19 @@ fn hex_string(ruby: &Ruby, digest: &Digest) -> RString {
     ruby.enc_str_new(&buf[..len], ruby.usascii_encoding())
 }
 
+/// `rb_check_frozen`, whose FrozenError message includes the receiver's `inspect`.
+fn check_frozen(object: Value) -> Result<(), Error> {
+    if object.is_frozen() {
+        magnus::rb_sys::protect(|| unsafe { rb_sys::rb_error_frozen_object(object.as_raw()) })?;
+    }
+    Ok(())
+}
+
 /// Calls the same method in `Digest::Instance` with the same arguments.
 pub(super) fn call_super(args: &[Value]) -> Result<Value, Error> {
     let raw: Vec<rb_sys::VALUE> = args.iter().map(|v| v.as_raw()).collect();
-    magnus::rb_sys::protect(|| unsafe {
-        rb_sys::rb_call_super(raw.len() as i32, raw.as_ptr())
-    })
-    .map(|v| unsafe { magnus::rb_sys::FromRawValue::from_raw(v) })
+    magnus::rb_sys::protect(|| unsafe { rb_sys::rb_call_super(raw.len() as i32, raw.as_ptr()) })
+        .map(|v| unsafe { magnus::rb_sys::FromRawValue::from_raw(v) })
 }
 
 impl DigestObject {
@@ -109,18 +113,22 @@ impl DigestObject {
         self.wait_idle()?;
         if string.len() < NOGVL_THRESHOLD {
             // Short: no Ruby code runs while the bytes are borrowed.
-            self.hasher.borrow_mut().update(unsafe { string.as_slice() });
+            self.hasher
+                .borrow_mut()
+                .update(unsafe { string.as_slice() });
             return Ok(());
         }
         let Some(locked) = LockedStr::try_lock(string) else {
-            self.hasher.borrow_mut().update(unsafe { string.as_slice() });
+            self.hasher
+                .borrow_mut()
+                .update(unsafe { string.as_slice() });
             return Ok(());
         };
         let mut hasher = self.hasher.borrow().clone();
         self.busy.set(true);
-        for chunk in locked.bytes().chunks(NOGVL_CHUNK) {
-            without_gvl(|| hasher.update(chunk));
-        }
+        // One release for the whole string: each time we take the GVL back we may wait a
+        // full thread quantum, so releasing per chunk would make busy processes slower.
+        without_gvl(|| hasher.update(locked.bytes()));
         drop(locked);
         *self.hasher.borrow_mut() = hasher;
         self.busy.set(false);
@@ -143,11 +151,23 @@ impl DigestObject {
         if rb_self.as_raw() == other.as_raw() {
             return Ok(rb_self);
         }
-        rb_self.check_frozen()?;
-        let other = Obj::<DigestObject>::try_convert(other)?;
-        if other.algorithm() != rb_self.algorithm() {
-            return Err(Error::new(ruby.exception_type_error(), "different algorithms"));
-        }
+        check_frozen(rb_self.as_value())?;
+        let other = match Obj::<DigestObject>::try_convert(other) {
+            Ok(other) if other.algorithm() == rb_self.algorithm() => other,
+            // The stdlib looks for the other object's algorithm in its class chain.
+            _ if other.is_kind_of(rb_self.class().superclass()?) => {
+                return Err(Error::new(
+                    ruby.exception_type_error(),
+                    "different algorithms",
+                ));
+            }
+            _ => {
+                return Err(Error::new(
+                    ruby.exception_runtime_error(),
+                    "Digest::Base cannot be directly inherited in Ruby",
+                ));
+            }
+        };
         rb_self.copy_state_from(&other)?;
         Ok(rb_self)
     }
@@ -183,7 +203,10 @@ impl DigestObject {
     /// The digest `Digest::Instance#digest`/`#hexdigest` would compute: of the state so far
     /// (no argument), or of `string` alone with the state reset before and after.
     /// `None` when the stdlib's own method must run.
-    fn instance_digest(rb_self: Obj<DigestObject>, args: &[Value]) -> Result<Option<Digest>, Error> {
+    fn instance_digest(
+        rb_self: Obj<DigestObject>,
+        args: &[Value],
+    ) -> Result<Option<Digest>, Error> {
         if !Self::plain(rb_self) {
             return Ok(None);
         }
