@@ -1,0 +1,34 @@
+# frozen_string_literal: true
+
+require "tmpdir"
+
+# Builds the gem, installs it into a private GEM_HOME as a user would (compiling the
+# extension through extconf.rb), and requires it from an unrelated directory.
+RSpec.describe "gem build + gem install", :slow do
+  root = File.expand_path("..", __dir__)
+
+  it "compiles, installs and loads from any directory" do
+    Dir.mktmpdir do |dir|
+      gem_file = File.join(dir, "rusty_stdlib.gem")
+      _, err, status = Open3.capture3("gem", "build", "rusty_stdlib.gemspec", "--output", gem_file, chdir: root)
+      expect(status.success?).to be(true), err
+
+      home = File.join(dir, "gems")
+      # Reuse the checkout's compiled dependencies; only our crates build again.
+      env = { "CARGO_TARGET_DIR" => ENV.fetch("CARGO_TARGET_DIR", File.join(root, "target")) }
+      out, err, status = Open3.capture3(env, "gem", "install", "--local", "--no-document",
+                                        "--install-dir", home, gem_file)
+      expect(status.success?).to be(true), out + err
+
+      code = 'require "rusty_stdlib"; p RustyStdlib.installed.include?(:digest); ' \
+             'puts $LOADED_FEATURES.grep(/rusty_stdlib\.so\z/); puts Digest::MD5.hexdigest("")'
+      env = { "GEM_HOME" => home, "GEM_PATH" => home, "RUBYLIB" => nil, "RUSTY_STDLIB" => nil }
+      out, err, status = Open3.capture3(env, RbConfig.ruby, "-w", "-e", code, chdir: dir)
+      expect([status.success?, err]).to eq([true, ""])
+      installed, so_path, md5 = out.lines.map(&:chomp)
+      expect(installed).to eq("true")
+      expect(so_path).to start_with(home)
+      expect(md5).to eq(RustyStdlib::Digest.stdlib(:MD5).hexdigest(""))
+    end
+  end
+end

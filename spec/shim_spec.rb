@@ -1,0 +1,104 @@
+# frozen_string_literal: true
+
+require "fileutils"
+require "tmpdir"
+
+RSpec.describe "The shim (lib/rusty_stdlib)" do
+  # Prints what a user would look at: installed modules, whose SHA256 this is, a digest.
+  report = <<~RUBY
+    p RustyStdlib.installed
+    p Digest::SHA256.instance_method(:update).owner == Digest::Base ? :stdlib : :ours
+    puts Digest::SHA256.hexdigest("abc")
+  RUBY
+  abc = "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+
+  it "installs every module on require, without warnings under ruby -w" do
+    out, err, status = ruby_run(%(require "rusty_stdlib"\n#{report}))
+    expect([err, status.success?]).to eq(["", true])
+    expect(out.lines.map(&:chomp)).to eq([RustyStdlib.installed.inspect, ":ours", abc])
+  end
+
+  it "works when digest was required before, or after" do
+    before, = ruby_run(%(require "digest/sha2"\nrequire "rusty_stdlib"\n#{report}))
+    after, = ruby_run(%(require "rusty_stdlib"\nrequire "digest"\nrequire "digest/sha2"\n#{report}))
+    expect(before.lines[1..]).to eq([":ours\n", "#{abc}\n"])
+    expect(after.lines[1..]).to eq([":ours\n", "#{abc}\n"])
+  end
+
+  it "installs one module with require \"rusty_stdlib/digest\"" do
+    out, err, = ruby_run(%(require "rusty_stdlib/digest"\n#{report}))
+    expect(err).to eq("")
+    expect(out.lines.first(2)).to eq(["[:digest]\n", ":ours\n"])
+  end
+
+  it "keeps the stdlib with RUSTY_STDLIB=off, and picks modules by name" do
+    off, err, = ruby_run(%(require "rusty_stdlib"\n#{report}\np RustyStdlib.status[:digest]),
+                         env: { "RUSTY_STDLIB" => "off" })
+    expect(err).to eq("")
+    expect(off.lines.map(&:chomp)).to eq(["[]", ":stdlib", abc, '"disabled by RUSTY_STDLIB=off"'])
+
+    picked, = ruby_run(%(require "rusty_stdlib"\n#{report}), env: { "RUSTY_STDLIB" => "json,digest" })
+    expect(picked.lines[1]).to eq(":ours\n")
+    other, = ruby_run(%(require "rusty_stdlib"\n#{report}), env: { "RUSTY_STDLIB" => "json" })
+    expect(other.lines[1]).to eq(":stdlib\n")
+  end
+
+  it "stays out of a digest version it has not proven" do
+    out, err, = ruby_run(<<~RUBY)
+      require "digest"
+      Digest.send(:remove_const, :VERSION)
+      Digest::VERSION = "9.9.9"
+      require "rusty_stdlib"
+      #{report}
+      p RustyStdlib.status[:digest]
+    RUBY
+    expect(err).to eq("")
+    expect(out.lines[1..].map(&:chomp)).to eq([":stdlib", abc, '"digest 9.9.9 is not proven (3.1.0, 3.1.1 are)"'])
+  end
+
+  it "warns once and keeps the stdlib when the native extension cannot load" do
+    Dir.mktmpdir do |dir|
+      lib = File.join(dir, "lib")
+      FileUtils.mkdir_p(File.join(lib, "rusty_stdlib"))
+      Dir[File.join(Subprocess::LIB, "**", "*.rb")].each do |rb|
+        dest = File.join(lib, rb.delete_prefix(Subprocess::LIB))
+        FileUtils.mkdir_p(File.dirname(dest))
+        FileUtils.cp(rb, dest)
+      end
+      code = %(require "rusty_stdlib"\nrequire "rusty_stdlib/digest"\n#{report}\np RustyStdlib.status[:digest])
+      out, err, status = ruby_run(code, lib: lib, env: { "RUBYLIB" => nil })
+      expect(status.success?).to be(true)
+      expect(err.lines.size).to eq(1)
+      expect(err).to start_with("rusty_stdlib: native extension unavailable")
+      expect(out.lines.map(&:chomp)).to eq(["[]", ":stdlib", abc, '"native extension unavailable"'])
+    end
+  end
+
+  it "leaves the stdlib in place on Ruby engines other than CRuby" do
+    out, err, = ruby_run(<<~RUBY)
+      Object.send(:remove_const, :RUBY_ENGINE)
+      RUBY_ENGINE = "truffleruby"
+      require "rusty_stdlib"
+      #{report}
+    RUBY
+    expect(err).to include("truffleruby is not supported")
+    expect(out.lines.first(2)).to eq(["[]\n", ":stdlib\n"])
+  end
+
+  it "reports the state of every module" do
+    expect(RustyStdlib.status.keys).to eq(RustyStdlib::MODULES)
+    expect(RustyStdlib.status[:digest]).to eq(:installed)
+  end
+
+  describe ".enabled?" do
+    it "reads RUSTY_STDLIB" do
+      expect(RustyStdlib.enabled?(:digest, nil)).to be(true)
+      expect(RustyStdlib.enabled?(:digest, "")).to be(true)
+      expect(RustyStdlib.enabled?(:digest, "off")).to be(false)
+      expect(RustyStdlib.enabled?(:digest, "OFF")).to be(false)
+      expect(RustyStdlib.enabled?(:digest, "json, digest")).to be(true)
+      expect(RustyStdlib.enabled?(:digest, "json")).to be(false)
+      expect(RustyStdlib.enabled?(:digest, "all")).to be(true)
+    end
+  end
+end
