@@ -19,6 +19,8 @@ RSpec.describe "gem build + gem install", :slow do
       out, err, status = Open3.capture3(env, "gem", "install", "--local", "--no-document",
                                         "--install-dir", home, gem_file)
       expect(status.success?).to be(true), out + err
+      stray = File.join(RbConfig::CONFIG["sitearchdir"], "rusty_stdlib")
+      expect(File.exist?(stray)).to be(false), "gem install wrote outside its GEM_HOME: #{stray}"
 
       code = 'require "rusty_stdlib"; p RustyStdlib.installed.include?(:digest); ' \
              'puts $LOADED_FEATURES.grep(/rusty_stdlib\.so\z/); puts Digest::MD5.hexdigest("")'

@@ -4,11 +4,13 @@
 //! hundred bytes at most) so that the binding can copy it out of a Ruby object, hash a
 //! large string without the GVL, and store it back.
 
-use md5::Md5;
 use ripemd::Ripemd160;
 use sha1::Sha1;
 use sha2::digest::Digest as _;
 use sha2::{Sha256, Sha384, Sha512};
+
+mod md5;
+use md5::Md5;
 
 /// The largest digest any algorithm here produces (SHA-512), in bytes.
 pub const MAX_DIGEST_LENGTH: usize = 64;
@@ -77,25 +79,11 @@ pub enum Hasher {
     Rmd160(Ripemd160),
 }
 
-/// Runs `$body` with `$h` bound to the concrete hasher inside `$self`.
-macro_rules! with_hasher {
-    ($self:expr, $h:ident => $body:expr) => {
-        match $self {
-            Hasher::Md5($h) => $body,
-            Hasher::Sha1($h) => $body,
-            Hasher::Sha256($h) => $body,
-            Hasher::Sha384($h) => $body,
-            Hasher::Sha512($h) => $body,
-            Hasher::Rmd160($h) => $body,
-        }
-    };
-}
-
 impl Hasher {
     /// A fresh digest of `algorithm`, as after `reset`.
     pub fn new(algorithm: Algorithm) -> Hasher {
         match algorithm {
-            Algorithm::Md5 => Hasher::Md5(Md5::new()),
+            Algorithm::Md5 => Hasher::Md5(Md5::default()),
             Algorithm::Sha1 => Hasher::Sha1(Sha1::new()),
             Algorithm::Sha256 => Hasher::Sha256(Sha256::new()),
             Algorithm::Sha384 => Hasher::Sha384(Sha384::new()),
@@ -116,7 +104,14 @@ impl Hasher {
     }
 
     pub fn update(&mut self, bytes: &[u8]) {
-        with_hasher!(self, h => h.update(bytes))
+        match self {
+            Hasher::Md5(h) => h.update(bytes),
+            Hasher::Sha1(h) => h.update(bytes),
+            Hasher::Sha256(h) => h.update(bytes),
+            Hasher::Sha384(h) => h.update(bytes),
+            Hasher::Sha512(h) => h.update(bytes),
+            Hasher::Rmd160(h) => h.update(bytes),
+        }
     }
 
     pub fn reset(&mut self) {
@@ -127,15 +122,22 @@ impl Hasher {
     /// (which finishes a clone) leaves it.
     pub fn peek(&self) -> Digest {
         let mut out = Digest::default();
-        with_hasher!(self.clone(), h => out.set(&h.finalize()));
+        match self.clone() {
+            Hasher::Md5(h) => out.set(&h.finalize()),
+            Hasher::Sha1(h) => out.set(&h.finalize()),
+            Hasher::Sha256(h) => out.set(&h.finalize()),
+            Hasher::Sha384(h) => out.set(&h.finalize()),
+            Hasher::Sha512(h) => out.set(&h.finalize()),
+            Hasher::Rmd160(h) => out.set(&h.finalize()),
+        }
         out
     }
 
     /// The digest of the bytes so far, then back to the initial state (`digest!`).
     pub fn finish_reset(&mut self) -> Digest {
-        let mut out = Digest::default();
-        with_hasher!(self, h => out.set(&h.finalize_reset()));
-        out
+        let digest = self.peek();
+        self.reset();
+        digest
     }
 }
 

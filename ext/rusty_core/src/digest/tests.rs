@@ -87,3 +87,30 @@ fn peek_keeps_state_and_finish_resets() {
         assert_eq!(h.peek().as_bytes(), digest(algorithm, b"").as_bytes());
     }
 }
+
+// Our MD5 is hand-written for speed; the md-5 crate is the reference it must agree with.
+#[test]
+fn md5_matches_the_md5_crate_at_every_length_and_split() {
+    use ::md5::Digest as _;
+    let data: Vec<u8> = (0..700u32)
+        .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+        .collect();
+    for len in 0..data.len() {
+        let input = &data[..len];
+        let expected = ::md5::Md5::digest(input);
+        assert_eq!(
+            digest(Algorithm::Md5, input).as_bytes(),
+            expected.as_slice(),
+            "length {len}"
+        );
+        let split = len / 3;
+        let mut h = Hasher::new(Algorithm::Md5);
+        h.update(&input[..split]);
+        h.update(&input[split..]);
+        assert_eq!(
+            h.peek().as_bytes(),
+            expected.as_slice(),
+            "length {len} split {split}"
+        );
+    }
+}
