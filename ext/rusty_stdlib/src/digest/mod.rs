@@ -60,12 +60,7 @@ fn new_class(ruby: &Ruby, superclass: RClass) -> Result<RClass, Error> {
 /// The methods `Digest::Base` defines, which every other method builds on.
 fn define_primitives(class: RClass) -> Result<(), Error> {
     class.define_method("initialize_copy", method!(DigestObject::initialize_copy, 1))?;
-    class.define_method("update", method!(DigestObject::update, 1))?;
-    class.define_method("<<", method!(DigestObject::update, 1))?;
-    class.define_method("reset", method!(DigestObject::reset, 0))?;
-    class.define_private_method("finish", method!(DigestObject::finish, 0))?;
-    class.define_method("digest_length", method!(DigestObject::digest_length, 0))?;
-    class.define_method("block_length", method!(DigestObject::block_length, 0))?;
+    define_state_methods(class)?;
     // Fast paths for the common calls; each falls back to `Digest::Instance` (super)
     // wherever a subclass or singleton could have changed what the primitives do.
     class.define_method("digest", method!(DigestObject::digest, -1))?;
@@ -73,5 +68,16 @@ fn define_primitives(class: RClass) -> Result<(), Error> {
     class.define_method("digest!", method!(DigestObject::digest_bang, 0))?;
     class.define_method("hexdigest!", method!(DigestObject::hexdigest_bang, 0))?;
     class.define_method("to_s", method!(DigestObject::to_s, 0))?;
+    Ok(())
+}
+
+/// What every digest class implements over its running state (SHA2 included).
+fn define_state_methods(class: RClass) -> Result<(), Error> {
+    class.define_method("update", method!(DigestObject::update, 1))?;
+    class.define_method("<<", method!(DigestObject::update, 1))?;
+    class.define_method("reset", method!(DigestObject::reset, 0))?;
+    class.define_private_method("finish", method!(DigestObject::finish, 0))?;
+    class.define_method("digest_length", method!(DigestObject::digest_length, 0))?;
+    class.define_method("block_length", method!(DigestObject::block_length, 0))?;
     Ok(())
 }

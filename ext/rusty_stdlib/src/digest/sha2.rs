@@ -24,12 +24,7 @@ pub fn build_class(ruby: &Ruby) -> Result<RClass, Error> {
     super::object::define_alloc_func(class, Algorithm::Sha256);
     class.define_method("initialize", method!(initialize, -1))?;
     class.define_method("initialize_copy", method!(initialize_copy, 1))?;
-    class.define_method("update", method!(DigestObject::update, 1))?;
-    class.define_method("<<", method!(DigestObject::update, 1))?;
-    class.define_method("reset", method!(DigestObject::reset, 0))?;
-    class.define_private_method("finish", method!(DigestObject::finish, 0))?;
-    class.define_method("digest_length", method!(DigestObject::digest_length, 0))?;
-    class.define_method("block_length", method!(DigestObject::block_length, 0))?;
+    super::define_state_methods(class)?;
     class.define_method("inspect", method!(inspect, 0))?;
     ruby.gc_register_mark_object(class);
     let _ = CLASS.set(class.into());
