@@ -1,0 +1,88 @@
+use super::form::*;
+use super::header::capitalize;
+
+#[test]
+fn encodes_like_the_stdlib() {
+    assert_eq!(encode_component(b"a b~*-._Z09"), b"a+b%7E*-._Z09");
+    assert_eq!(encode_component(b"\xC3\xA9&=%+"), b"%C3%A9%26%3D%25%2B");
+    assert_eq!(encode_component(b""), b"");
+    assert_eq!(encode_component(b"\x00\xff"), b"%00%FF");
+}
+
+#[test]
+fn every_byte_round_trips() {
+    let all: Vec<u8> = (0..=255).collect();
+    let encoded = encode_component(&all);
+    assert_eq!(encoded.len(), encoded_len(&all));
+    assert!(!has_invalid_percent(&encoded));
+    assert_eq!(decode_component(&encoded), all);
+}
+
+#[test]
+fn decodes_plus_and_hex_in_either_case() {
+    assert_eq!(decode_component(b"a+b%41%e3%81%82"), b"a bA\xe3\x81\x82");
+    assert_eq!(decode_component(b"%Zz%4%"), b"%Zz%4%");
+    assert_eq!(decode_component(b"%%41"), b"%A");
+    assert_eq!(decode_component(b"%aF%Af"), b"\xaf\xaf");
+}
+
+#[test]
+fn finds_invalid_percent_escapes() {
+    assert!(!has_invalid_percent(b"abc%20%fF"));
+    assert!(has_invalid_percent(b"%"));
+    assert!(has_invalid_percent(b"a%2"));
+    assert!(has_invalid_percent(b"%g0"));
+    assert!(has_invalid_percent(b"%%41"));
+    assert!(!has_invalid_percent(b""));
+}
+
+fn fields(input: &[u8], sep: &[u8], isindex: bool) -> Vec<(Vec<u8>, Vec<u8>)> {
+    split_fields(input, sep, isindex)
+        .into_iter()
+        .map(|f| (f.key.to_vec(), f.value.to_vec()))
+        .collect()
+}
+
+fn pairs(list: &[(&str, &str)]) -> Vec<(Vec<u8>, Vec<u8>)> {
+    list.iter()
+        .map(|(k, v)| (k.as_bytes().to_vec(), v.as_bytes().to_vec()))
+        .collect()
+}
+
+#[test]
+fn splits_fields_like_each_line_and_partition() {
+    assert_eq!(
+        fields(b"a=1&b&=&&c=x=y&", b"&", false),
+        pairs(&[("a", "1"), ("b", ""), ("", ""), ("", ""), ("c", "x=y")])
+    );
+    assert_eq!(fields(b"", b"&", false), pairs(&[]));
+    assert_eq!(fields(b"&", b"&", false), pairs(&[("", "")]));
+    assert_eq!(
+        fields(b"a;;b=2", b";;", false),
+        pairs(&[("a", ""), ("b", "2")])
+    );
+    assert_eq!(fields(b"aaa", b"aa", false), pairs(&[("", ""), ("a", "")]));
+}
+
+#[test]
+fn isindex_applies_to_the_first_field_only() {
+    assert_eq!(fields(b"q&r", b"&", true), pairs(&[("", "q"), ("r", "")]));
+    assert_eq!(
+        fields(b"k=v&r", b"&", true),
+        pairs(&[("k", "v"), ("r", "")])
+    );
+}
+
+#[test]
+fn capitalizes_header_names() {
+    assert_eq!(capitalize(b"content-type").unwrap(), b"Content-Type");
+    assert_eq!(capitalize(b"X-REQUEST-id").unwrap(), b"X-Request-Id");
+    assert_eq!(capitalize(b"--a").unwrap(), b"--A");
+    assert_eq!(capitalize(b"a--b--").unwrap(), b"A--B");
+    assert_eq!(
+        capitalize(b"www-authenticate2x").unwrap(),
+        b"Www-Authenticate2x"
+    );
+    assert_eq!(capitalize(b""), None);
+    assert_eq!(capitalize(b"---"), None);
+}

@@ -1,0 +1,30 @@
+//! `URI`'s form codec and `Net::HTTPHeader`'s name canonicalisation on `rusty_core`.
+//!
+//! Every function here is a fast path for one stdlib method: it returns `nil` when the
+//! arguments are outside what it handles (decided before anything observable happens),
+//! and the Ruby shim (lib/rusty_stdlib/net_http.rb) then calls the stdlib method (super).
+//! Non-nil results are always Strings or Arrays, so `nil` is unambiguous.
+
+mod form;
+mod header;
+mod strings;
+
+use magnus::{function, prelude::*, Error, RModule, Ruby};
+
+pub fn init(ruby: &Ruby, root: RModule) -> Result<(), Error> {
+    let _ = ruby;
+    let module = root.define_module("NetHttp")?;
+    let native = module.define_module("Native")?;
+    native.define_singleton_method(
+        "encode_www_form_component",
+        function!(form::encode_www_form_component, 2),
+    )?;
+    native.define_singleton_method("encode_www_form", function!(form::encode_www_form, 2))?;
+    native.define_singleton_method(
+        "decode_www_form_component",
+        function!(form::decode_www_form_component, 2),
+    )?;
+    native.define_singleton_method("decode_www_form", function!(form::decode_www_form, 4))?;
+    native.define_singleton_method("capitalize", function!(header::capitalize, 1))?;
+    Ok(())
+}

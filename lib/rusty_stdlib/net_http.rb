@@ -1,0 +1,141 @@
+# frozen_string_literal: true
+
+require_relative "activation"
+require "uri"
+require "net/http"
+
+module RustyStdlib
+  # Net::HTTP's message codec and URI's form codec on Rust, installed piece by piece:
+  #
+  # - :uri_form — URI.encode_www_form_component, encode_www_form,
+  #   decode_www_form_component, decode_www_form;
+  # - :header_names — Net::HTTPHeader#capitalize (each_capitalized, canonical_each and
+  #   request heads use it).
+  #
+  # Each piece is a module prepended at the stdlib method. Its methods ask the native
+  # fast path first; that returns nil for arguments it does not take (decided before
+  # anything observable happens), and the stdlib method (super) runs instead. A piece is
+  # installed only on stdlib versions spec/net_http proves, and only where the stdlib
+  # method is still the stdlib's own (nobody patched it first).
+  #
+  # The stdlib stays reachable: RustyStdlib::NetHttp.stdlib { ... } runs the block with
+  # every installed piece taken out (for specs and comparisons; not thread-safe).
+  module NetHttp
+    # Stdlib versions whose behaviour spec/net_http proves each piece matches.
+    PROVEN = {
+      uri_form: { "URI::VERSION" => %w[0.11.0 0.13.2] },
+      header_names: { "Net::HTTP::VERSION" => %w[0.2.0 0.4.1] },
+    }.freeze
+
+    # URI's form codec.
+    module URIForm
+      def encode_www_form_component(str, enc = nil)
+        Native.encode_www_form_component(str, enc) || super
+      end
+
+      def encode_www_form(enum, enc = nil)
+        Native.encode_www_form(enum, enc) || super
+      end
+
+      def decode_www_form_component(str, enc = Encoding::UTF_8)
+        Native.decode_www_form_component(str, enc) || super
+      end
+
+      def decode_www_form(str, enc = Encoding::UTF_8, separator: "&", use__charset_: false, isindex: false)
+        (!use__charset_ && Native.decode_www_form(str, enc, separator, isindex)) || super
+      end
+    end
+
+    # Net::HTTPHeader's header name canonicalisation.
+    module HeaderNames
+      private
+
+      def capitalize(name)
+        Native.capitalize(name) || super
+      end
+    end
+
+    # Where each piece goes: [piece, prepended module, target, stdlib source file].
+    SEAMS = [
+      [:uri_form, URIForm, -> { URI.singleton_class }, "uri/common.rb"],
+      [:header_names, HeaderNames, -> { Net::HTTPHeader }, "net/http/header.rb"],
+    ].freeze
+
+    @pieces = {}
+
+    class << self
+      # Pieces installed ({piece => module}) and why the others were not.
+      def pieces
+        @pieces.keys
+      end
+
+      def piece_status
+        SEAMS.to_h { |piece, mod, target, file| [piece, @pieces.key?(piece) ? :installed : refusal(piece, mod, target.call, file)] }
+      end
+
+      def unsupported_reason
+        reasons = SEAMS.map { |piece, mod, target, file| refusal(piece, mod, target.call, file) }
+        return nil if reasons.include?(nil)
+
+        reasons.join("; ")
+      end
+
+      def install!
+        SEAMS.each do |piece, mod, target_proc, file|
+          target = target_proc.call
+          next if @pieces.key?(piece) || refusal(piece, mod, target, file)
+
+          target.prepend(mod)
+          @pieces[piece] = mod
+        end
+      end
+
+      # Runs the block with the stdlib's own methods in place of every installed piece.
+      def stdlib
+        saved = @pieces.values.to_h { |mod| [mod, take_out(mod)] }
+        yield
+      ensure
+        saved&.each { |mod, methods| put_back(mod, methods) }
+      end
+
+      private
+
+      # Why `piece` cannot go in, or nil.
+      def refusal(piece, mod, target, file)
+        PROVEN.fetch(piece).each do |constant, versions|
+          version = Object.const_get(constant)
+          return "#{constant} #{version} is not proven for #{piece} (#{versions.join(', ')} are)" unless versions.include?(version)
+        end
+        return nil if target.ancestors.include?(mod)
+
+        patched = mod.instance_methods(false) + mod.private_instance_methods(false)
+        patched.each do |name|
+          method = target.instance_method(name)
+          path = method.source_location&.first.to_s
+          next if method.owner == target && path.end_with?("/#{file}")
+
+          return "#{target}##{name} is not the stdlib's (#{method.owner}, #{path})"
+        end
+        nil
+      end
+
+      def take_out(mod)
+        (mod.instance_methods(false) + mod.private_instance_methods(false)).map do |name|
+          method = mod.instance_method(name)
+          private = mod.private_method_defined?(name)
+          mod.send(:remove_method, name)
+          [name, method, private]
+        end
+      end
+
+      def put_back(mod, methods)
+        methods.each do |name, method, private|
+          mod.send(:define_method, name, method)
+          mod.send(:private, name) if private
+        end
+      end
+    end
+  end
+end
+
+RustyStdlib.activate(:net_http, RustyStdlib::NetHttp)
