@@ -25,6 +25,7 @@ module RustyStdlib
     PROVEN = {
       uri_form: { "URI::VERSION" => %w[0.11.0 0.13.2] },
       header_names: { "Net::HTTP::VERSION" => %w[0.2.0 0.4.1] },
+      response_head: { "Net::HTTP::VERSION" => %w[0.2.0 0.4.1] },
     }.freeze
 
     # URI's form codec.
@@ -55,10 +56,65 @@ module RustyStdlib
       end
     end
 
+    # Net::HTTPResponse's status line and header parsing (private class methods).
+    module ResponseHead
+      # A socket whose only line is one already read, for handing it to the stdlib.
+      OneLine = Struct.new(:readline)
+
+      private
+
+      def read_status_line(sock)
+        str = sock.readline
+        captures = Native.status_line(str)
+        return captures if captures
+        return super(OneLine.new(str)) if captures.nil? # not binary: the stdlib's regexp
+
+        raise Net::HTTPBadResponse, "wrong status line: #{str.dump}"
+      end
+
+      # The stdlib's loop, with each binary line taken apart natively; other lines (from
+      # a caller's own socket object) go through the stdlib's own statements.
+      def each_response_header(sock)
+        key = value = nil
+        while true
+          raw = sock.readuntil("\n", true)
+          parsed = Native.header_line(raw)
+          if parsed.nil?
+            line = raw.sub(/\s+\z/, "")
+            break if line.empty?
+
+            if line[0] == " " or line[0] == "\t" and value # rubocop:disable Style/AndOr
+              value << " " unless value.empty?
+              value << line.strip
+            else
+              yield key, value if key
+              key, value = line.strip.split(/\s*:\s*/, 2)
+              raise Net::HTTPBadResponse, "wrong header line format" if value.nil?
+            end
+            next
+          end
+          break unless parsed
+
+          space, tab, stripped, name, field_value = parsed
+          if space or tab and value # rubocop:disable Style/AndOr
+            value << " " unless value.empty?
+            value << stripped
+          else
+            yield key, value if key
+            key = name
+            value = field_value
+            raise Net::HTTPBadResponse, "wrong header line format" if value.nil?
+          end
+        end
+        yield key, value if key
+      end
+    end
+
     # Where each piece goes: [piece, prepended module, target, stdlib source file].
     SEAMS = [
       [:uri_form, URIForm, -> { URI.singleton_class }, "uri/common.rb"],
       [:header_names, HeaderNames, -> { Net::HTTPHeader }, "net/http/header.rb"],
+      [:response_head, ResponseHead, -> { Net::HTTPResponse.singleton_class }, "net/http/response.rb"],
     ].freeze
 
     @pieces = {}

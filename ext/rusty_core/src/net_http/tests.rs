@@ -86,3 +86,67 @@ fn capitalizes_header_names() {
     assert_eq!(capitalize(b""), None);
     assert_eq!(capitalize(b"---"), None);
 }
+
+mod response {
+    use super::super::response::*;
+
+    fn status(line: &str) -> Option<(Option<String>, String, Option<String>)> {
+        let bytes = line.as_bytes();
+        let text = |r: std::ops::Range<usize>| String::from_utf8_lossy(&bytes[r]).into_owned();
+        parse_status_line(bytes).map(|s| (s.version.map(text), text(s.code), s.message.map(text)))
+    }
+
+    fn some(
+        v: Option<&str>,
+        c: &str,
+        m: Option<&str>,
+    ) -> Option<(Option<String>, String, Option<String>)> {
+        Some((v.map(String::from), c.to_string(), m.map(String::from)))
+    }
+
+    #[test]
+    fn status_lines() {
+        assert_eq!(
+            status("HTTP/1.1 200 OK"),
+            some(Some("1.1"), "200", Some("OK"))
+        );
+        assert_eq!(status("http/10.20\t404"), some(Some("10.20"), "404", None));
+        assert_eq!(status("HTTP 200  "), some(None, "200", Some("")));
+        assert_eq!(
+            status("HTTP/1.1 200 \t Not  Found \r"),
+            some(Some("1.1"), "200", Some("Not  Found \r"))
+        );
+        assert_eq!(status("HTTP/1.1 2000 OK"), None);
+        assert_eq!(status("HTTP/1.1 20 OK"), None);
+        assert_eq!(status("HTTP/1. 200 OK"), None);
+        assert_eq!(status("HTTP/1.1.1 200 OK"), None);
+        assert_eq!(status("HTTP/1.1200 OK"), None);
+        assert_eq!(status("HTTP/ 200 OK"), None);
+        assert_eq!(status("HTTP/1.1 200 a\nb"), None);
+        assert_eq!(
+            status("HTTP/1.1 200\n\nb"),
+            some(Some("1.1"), "200", Some("b"))
+        );
+        assert_eq!(status(" HTTP/1.1 200 OK"), None);
+        assert_eq!(status("HTTP"), None);
+        assert_eq!(status(""), None);
+    }
+
+    #[test]
+    fn header_lines() {
+        let line = parse_header_line(b"Content-Type :  text/html ; x \r\n").unwrap();
+        assert_eq!(line.name, Some(&b"Content-Type"[..]));
+        assert_eq!(line.value, Some(&b"text/html ; x"[..]));
+        assert!(!line.leading_space && !line.leading_tab);
+        let line = parse_header_line(b" \0folded: x\0 \n").unwrap();
+        assert!(line.leading_space);
+        assert_eq!(line.stripped, b"folded: x");
+        assert_eq!(parse_header_line(b" \t\r\n"), None);
+        let line = parse_header_line(b"no colon\n").unwrap();
+        assert_eq!((line.name, line.value), (Some(&b"no colon"[..]), None));
+        let line = parse_header_line(b"\0\n").unwrap();
+        assert_eq!((line.name, line.value), (None, None));
+        let line = parse_header_line(b":v:w\n").unwrap();
+        assert_eq!((line.name, line.value), (Some(&b""[..]), Some(&b"v:w"[..])));
+    }
+}

@@ -1,12 +1,14 @@
-//! `URI`'s form codec and `Net::HTTPHeader`'s name canonicalisation on `rusty_core`.
+//! `URI`'s form codec, `Net::HTTPHeader`'s name canonicalisation and
+//! `Net::HTTPResponse`'s head parsing on `rusty_core`.
 //!
 //! Every function here is a fast path for one stdlib method: it returns `nil` when the
 //! arguments are outside what it handles (decided before anything observable happens),
 //! and the Ruby shim (lib/rusty_stdlib/net_http.rb) then calls the stdlib method (super).
-//! Non-nil results are always Strings or Arrays, so `nil` is unambiguous.
+//! Non-nil results are Strings, Arrays or false, so `nil` is unambiguous.
 
 mod form;
 mod header;
+mod response;
 mod strings;
 
 use magnus::{function, prelude::*, Error, RModule, Ruby};
@@ -26,5 +28,7 @@ pub fn init(ruby: &Ruby, root: RModule) -> Result<(), Error> {
     )?;
     native.define_singleton_method("decode_www_form", function!(form::decode_www_form, 4))?;
     native.define_singleton_method("capitalize", function!(header::capitalize, 1))?;
+    native.define_singleton_method("status_line", function!(response::status_line, 1))?;
+    native.define_singleton_method("header_line", function!(response::header_line, 1))?;
     Ok(())
 }

@@ -1,0 +1,33 @@
+# frozen_string_literal: true
+
+require_relative "net_http_helper"
+
+RSpec.describe RustyStdlib::NetHttp::Native do
+  # The parity specs would also pass if every call fell back to the stdlib; these make
+  # sure the common calls take the native path (nil means "fall back").
+  it "takes the common form calls natively" do
+    expect(described_class.encode_www_form_component("a b", nil)).to eq("a+b")
+    expect(described_class.encode_www_form_component(:sym, nil)).to eq("sym")
+    expect(described_class.encode_www_form({ q: "ruby", page: 1, tags: %w[a b] }, nil)).to eq("q=ruby&page=1&tags=a&tags=b")
+    expect(described_class.encode_www_form([%w[a 1], ["b"]], nil)).to eq("a=1&b")
+    expect(described_class.decode_www_form_component("a+%41", Encoding::UTF_8)).to eq("a A")
+    expect(described_class.decode_www_form("a=1&b=2", Encoding::UTF_8, "&", false)).to eq([%w[a 1], %w[b 2]])
+    expect(described_class.decode_www_form("a=1", "UTF-8", ";", true)).to eq([%w[a 1]])
+    expect(described_class.capitalize("content-type")).to eq("Content-Type")
+    expect(described_class.status_line("HTTP/1.1 200 OK".b)).to eq(%w[1.1 200 OK])
+    expect(described_class.status_line("HTTP/1.1 20 OK".b)).to be(false)
+    expect(described_class.header_line("A : b\r\n".b)).to eq([false, false, nil, "A", "b"])
+    expect(described_class.header_line("\r\n".b)).to be(false)
+  end
+
+  it "falls back for what it does not take" do
+    expect(described_class.encode_www_form_component(Object.new, nil)).to be_nil
+    expect(described_class.encode_www_form_component("é", Encoding::UTF_8)).to be_nil
+    expect(described_class.encode_www_form({ a: 1 }.each, nil)).to be_nil
+    expect(described_class.decode_www_form_component("%", Encoding::UTF_8)).to be_nil
+    expect(described_class.decode_www_form("a=1\n", Encoding::UTF_8, "\n", false)).to be_nil
+    expect(described_class.capitalize("stra\u00dfe")).to be_nil
+    expect(described_class.status_line("HTTP/1.1 200 OK")).to be_nil
+    expect(described_class.header_line("A: b\r\n")).to be_nil
+  end
+end

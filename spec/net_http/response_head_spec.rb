@@ -1,0 +1,121 @@
+# frozen_string_literal: true
+
+require "stringio"
+require_relative "net_http_helper"
+
+RSpec.describe "Net::HTTPResponse head parsing (RustyStdlib::NetHttp :response_head)" do
+  include NetHttpHelper
+
+  before do
+    skip "response_head not installed: #{RustyStdlib::NetHttp.piece_status[:response_head]}" unless NetHttpHelper.piece?(:response_head)
+  end
+
+  # An IO that hands out its data in the given chunk sizes (then the rest), so that
+  # Net::BufferedIO's buffer boundaries fall everywhere.
+  class ChunkedIO < StringIO
+    def initialize(data, chunks)
+      super(data)
+      @chunks = chunks.dup
+    end
+
+    def read_nonblock(len, buf = nil, exception: true)
+      size = @chunks.shift || len
+      size = 1 if size < 1
+      readpartial([len, size].min, *buf)
+    rescue EOFError
+      raise if exception
+
+      nil
+    end
+  end
+
+  # A socket object of the caller's own that returns UTF-8 lines (not BufferedIO).
+  class LineSock
+    def initialize(text)
+      @lines = text.force_encoding(Encoding::UTF_8).lines
+    end
+
+    def readline
+      readuntil("\n").chomp("\n")
+    end
+
+    def readuntil(_terminator, ignore_eof = false)
+      @lines.shift or (ignore_eof ? +"" : raise(EOFError))
+    end
+  end
+
+  def read_head(io)
+    res = Net::HTTPResponse.read_new(io)
+    [res.class, res.code, res.message, res.http_version, deep(res.to_hash.to_a), res.each_capitalized.to_a]
+  end
+
+  def parse(text, chunks = [])
+    log = StringIO.new(+"")
+    io = Net::BufferedIO.new(ChunkedIO.new(text.b, chunks), debug_output: log)
+    [read_head(io), io.read_all, log.string]
+  end
+
+  status_lines = ["HTTP/1.1 200 OK", "HTTP/1.0 404 Not Found", "http/1.1 301", "HTTP 200 ok", "HTTP/2.0 200  spaced  msg ",
+                  "HTTP/1.1 200 OK\r", "HTTP/1.1 999 Custom", "HTTP/1.1 2000 OK", "HTTP/1.1 20 OK", "HTTP/1. 200 OK",
+                  "HTTP/1.1.1 200", "HTTP/1.1200", " HTTP/1.1 200 OK", "ICY 200 OK", "", "HTTP/1.1 200 \xFF\xFE",
+                  "HTTP/1.1\t100\tContinue", "HTTP/1.1 200\v\f", "HTTP/1.1 200 a\x00b", "HTTP/1.1 5xx Error"]
+  header_blocks = [
+    "Content-Type: text/html\r\nContent-Length: 4\r\n",
+    "X-A:  1\r\n  folded  \r\n\tand tab\r\nX-B:\r\n  \r\n",
+    "Set-Cookie: a=1\r\nSet-Cookie: b=2\r\nset-cookie : c\r\n",
+    "Key : value : more\r\n:empty key\r\nx:\r\n",
+    "\tleading-tab: first\r\nK: v\r\n",
+    " leading-space: first\r\nK: v\r\n",
+    "no colon here\r\n",
+    "\x00: nul\r\nA\x00: b\x00\r\n",
+    "UTF-8-\u00e9: \u00fc\r\nBin: \xFF\xFE\r\n",
+    "A: 1\nB: 2\n",
+    "A:\v1\f\r\n",
+    "",
+  ]
+
+  it "reads status lines like the stdlib, including its errors" do
+    NetHttpHelper.sample(status_lines, 10).each do |line|
+      expect_codec_parity { parse("#{line}\r\nA: b\r\n\r\nbody") }
+      expect_codec_parity { Net::HTTPResponse.send(:read_status_line, Net::BufferedIO.new(StringIO.new("#{line}\n".b))) }
+    end
+  end
+
+  it "reads header blocks like the stdlib, including its errors" do
+    NetHttpHelper.sample(status_lines.first(3).product(header_blocks), 10).each do |status, headers|
+      expect_codec_parity { parse("#{status}\r\n#{headers}\r\nbody") }
+    end
+  end
+
+  it "reads heads split at every byte boundary like the stdlib" do
+    text = "HTTP/1.1 200 OK\r\n#{header_blocks[1]}#{header_blocks[2]}\r\nbody"
+    NetHttpHelper.sample((0..text.bytesize).to_a, 8).each do |split|
+      expect_codec_parity { parse(text, [split]) }
+    end
+    expect_codec_parity { parse(text, [1] * text.bytesize) }
+  end
+
+  it "reads seeded random heads like the stdlib" do
+    rng = Random.new(NetHttpHelper::SEED + 20)
+    parts = ["HTTP", "/1.1", " ", "\t", "200", "OK", ":", ": ", "Key", "v", "\r\n", "\n", "\r", "\x00", "\xFF", "-"]
+    NetHttpHelper.count(300).times do
+      status = rng.rand(3).zero? ? random_string(rng, parts, 6) : "HTTP/1.1 200 OK"
+      headers = Array.new(rng.rand(5)) { random_string(rng, parts, 6) + "\r\n" }.join
+      chunks = Array.new(3) { rng.rand(1..8) }
+      expect_codec_parity { parse("#{status}\r\n#{headers}\r\nbody", chunks) }
+    end
+  end
+
+  it "leaves lines from a caller's own socket object to the stdlib's code" do
+    ["HTTP/1.1 200 \u00e9\r\nA: \u00fc\r\n  more\r\nB: 1\r\n\r\n", "HTTP/1.1 2x\r\n\r\n", "HTTP/1.1 200\r\nbad\r\n\r\n",
+     "HTTP/1.1 200 \xFF\r\nA: \xFF\r\n\r\n"].each do |text|
+      verbose = $VERBOSE
+      $VERBOSE = nil # the stdlib's regexp warns about /n against a UTF-8 string
+      begin
+        expect_codec_parity { read_head(LineSock.new(text.dup)) }
+      ensure
+        $VERBOSE = verbose
+      end
+    end
+  end
+end
