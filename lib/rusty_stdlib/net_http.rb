@@ -26,6 +26,7 @@ module RustyStdlib
       uri_form: { "URI::VERSION" => %w[0.11.0 0.13.2] },
       header_names: { "Net::HTTP::VERSION" => %w[0.2.0 0.4.1] },
       response_head: { "Net::HTTP::VERSION" => %w[0.2.0 0.4.1] },
+      request_head: { "Net::HTTP::VERSION" => %w[0.2.0 0.4.1] },
     }.freeze
 
     # URI's form codec.
@@ -110,11 +111,36 @@ module RustyStdlib
       end
     end
 
+    # Net::HTTPGenericRequest#write_header.
+    module RequestHead
+      # The header methods write_header relies on, as the stdlib (or we) define them.
+      STOCK_OWNERS = [Net::HTTPHeader, HeaderNames].freeze
+
+      private
+
+      def write_header(sock, ver, path)
+        head = RequestHead.stock?(self) && Native.request_head(@method, path, ver, @header)
+        return super unless head
+
+        sock.write head
+      end
+
+      # Object#method (requests define their own #method, the HTTP verb).
+      METHOD = ::Kernel.instance_method(:method)
+
+      # Whether `request` builds its head with the stock each_capitalized / capitalize.
+      def self.stock?(request)
+        STOCK_OWNERS.include?(METHOD.bind_call(request, :each_capitalized).owner) &&
+          STOCK_OWNERS.include?(METHOD.bind_call(request, :capitalize).owner)
+      end
+    end
+
     # Where each piece goes: [piece, prepended module, target, stdlib source file].
     SEAMS = [
       [:uri_form, URIForm, -> { URI.singleton_class }, "uri/common.rb"],
       [:header_names, HeaderNames, -> { Net::HTTPHeader }, "net/http/header.rb"],
       [:response_head, ResponseHead, -> { Net::HTTPResponse.singleton_class }, "net/http/response.rb"],
+      [:request_head, RequestHead, -> { Net::HTTPGenericRequest }, "net/http/generic_request.rb"],
     ].freeze
 
     @pieces = {}

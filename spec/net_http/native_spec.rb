@@ -18,6 +18,7 @@ RSpec.describe RustyStdlib::NetHttp::Native do
     expect(described_class.status_line("HTTP/1.1 20 OK".b)).to be(false)
     expect(described_class.header_line("A : b\r\n".b)).to eq([false, false, nil, "A", "b"])
     expect(described_class.header_line("\r\n".b)).to be(false)
+    expect(described_class.request_head("GET", "/", "1.1", { "a-b" => %w[1 2] })).to eq("GET / HTTP/1.1\r\nA-B: 1, 2\r\n\r\n")
   end
 
   it "falls back for what it does not take" do
@@ -29,5 +30,27 @@ RSpec.describe RustyStdlib::NetHttp::Native do
     expect(described_class.capitalize("stra\u00dfe")).to be_nil
     expect(described_class.status_line("HTTP/1.1 200 OK")).to be_nil
     expect(described_class.header_line("A: b\r\n")).to be_nil
+    expect(described_class.request_head("GET", "/\u00e9", "1.1", {})).to be_nil
+    expect(described_class.request_head("GET", "/", "1.1", { "a" => "1" })).to be_nil
+  end
+end
+
+RSpec.describe RustyStdlib::NetHttp do
+  it "keeps every replaced method's visibility" do
+    described_class::SEAMS.each do |piece, mod, target_proc, _file|
+      next unless described_class.pieces.include?(piece)
+
+      target = target_proc.call
+      names = mod.instance_methods(false) + mod.private_instance_methods(false)
+      ours = names.to_h { |n| [n, target.private_method_defined?(n)] }
+      stdlib = described_class.stdlib { names.to_h { |n| [n, target.private_method_defined?(n)] } }
+      expect(ours).to eq(stdlib)
+    end
+  end
+
+  it "installs every piece whose stdlib version is proven" do
+    described_class.piece_status.each_value do |status|
+      expect(status).to eq(:installed).or(match(/is not proven/))
+    end
   end
 end

@@ -92,7 +92,7 @@ RSpec.describe "Net::HTTPResponse head parsing (RustyStdlib::NetHttp :response_h
     NetHttpHelper.sample((0..text.bytesize).to_a, 8).each do |split|
       expect_codec_parity { parse(text, [split]) }
     end
-    expect_codec_parity { parse(text, [1] * text.bytesize) }
+    expect_codec_parity { parse(text, [1] * text.bytesize) } unless Parity::GC_STRESS
   end
 
   it "reads seeded random heads like the stdlib" do

@@ -24,3 +24,39 @@ pub fn capitalize(name: &[u8]) -> Option<Vec<u8>> {
     }
     Some(out)
 }
+
+/// Appends one request header line, `"#{capitalize(name)}: #{values.join(', ')}\r\n"`,
+/// as `Net::HTTPGenericRequest#write_header` writes it.
+pub fn push_field_line<'a>(
+    out: &mut Vec<u8>,
+    name: &[u8],
+    values: impl IntoIterator<Item = &'a [u8]>,
+) {
+    if let Some(name) = capitalize(name) {
+        out.extend_from_slice(&name);
+    }
+    out.extend_from_slice(b": ");
+    for (i, value) in values.into_iter().enumerate() {
+        if i > 0 {
+            out.extend_from_slice(b", ");
+        }
+        out.extend_from_slice(value);
+    }
+    out.extend_from_slice(b"\r\n");
+}
+
+/// The request line `"#{method} #{path} HTTP/#{version}\r\n"`, or `None` when it would
+/// hold a CR or LF (the stdlib raises then).
+pub fn request_line(method: &[u8], path: &[u8], version: &[u8]) -> Option<Vec<u8>> {
+    let mut out = Vec::with_capacity(method.len() + path.len() + version.len() + 13);
+    out.extend_from_slice(method);
+    out.push(b' ');
+    out.extend_from_slice(path);
+    out.extend_from_slice(b" HTTP/");
+    out.extend_from_slice(version);
+    if out.iter().any(|&b| b == b'\r' || b == b'\n') {
+        return None;
+    }
+    out.extend_from_slice(b"\r\n");
+    Some(out)
+}

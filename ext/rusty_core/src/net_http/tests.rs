@@ -150,3 +150,15 @@ mod response {
         assert_eq!((line.name, line.value), (Some(&b""[..]), Some(&b"v:w"[..])));
     }
 }
+
+#[test]
+fn request_heads() {
+    use super::header::{push_field_line, request_line};
+    let mut out = request_line(b"GET", b"/a?b", b"1.1").unwrap();
+    assert_eq!(out, b"GET /a?b HTTP/1.1\r\n");
+    push_field_line(&mut out, b"x-a-b", [&b"1"[..], b"2"]);
+    push_field_line(&mut out, b"---", []);
+    assert_eq!(out, b"GET /a?b HTTP/1.1\r\nX-A-B: 1, 2\r\n: \r\n");
+    assert_eq!(request_line(b"GET", b"/\r\n", b"1.1"), None);
+    assert_eq!(request_line(b"GET\n", b"/", b"1.1"), None);
+}

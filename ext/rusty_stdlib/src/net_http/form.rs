@@ -192,14 +192,15 @@ fn decodable(string: RString) -> bool {
         || ascii_only(string)
 }
 
-/// `URI.decode_www_form_component(str, enc)` for a String and an Encoding object, or nil
+/// `URI.decode_www_form_component(str, enc)` for an exact String (whose `b` and `match?`
+/// nobody overrode) and an Encoding object, or nil
 /// for the stdlib (which also raises the invalid %-encoding error).
 pub fn decode_www_form_component(
     ruby: &Ruby,
     str: Value,
     enc: Value,
 ) -> Result<Option<RString>, Error> {
-    let Some(string) = RString::from_value(str) else {
+    let Some(string) = exact_string(ruby, str) else {
         return Ok(None);
     };
     let Some(index) = encoding_object_index(enc) else {
@@ -230,7 +231,7 @@ fn plain_separator(separator: Value) -> Option<RString> {
 }
 
 /// `URI.decode_www_form(str, enc, separator:, isindex:)` (without `use__charset_`) for
-/// an ASCII String and a plain separator, or nil for the stdlib.
+/// an exact ASCII String and a plain separator, or nil for the stdlib.
 pub fn decode_www_form(
     ruby: &Ruby,
     str: Value,
@@ -238,7 +239,7 @@ pub fn decode_www_form(
     separator: Value,
     isindex: Value,
 ) -> Result<Option<RArray>, Error> {
-    let Some(string) = RString::from_value(str) else {
+    let Some(string) = exact_string(ruby, str) else {
         return Ok(None);
     };
     if !ascii_only(string) || plain_separator(separator).is_none() {

@@ -8,6 +8,7 @@
 
 mod form;
 mod header;
+mod request;
 mod response;
 mod strings;
 
@@ -28,6 +29,7 @@ pub fn init(ruby: &Ruby, root: RModule) -> Result<(), Error> {
     )?;
     native.define_singleton_method("decode_www_form", function!(form::decode_www_form, 4))?;
     native.define_singleton_method("capitalize", function!(header::capitalize, 1))?;
+    native.define_singleton_method("request_head", function!(request::request_head, 4))?;
     native.define_singleton_method("status_line", function!(response::status_line, 1))?;
     native.define_singleton_method("header_line", function!(response::header_line, 1))?;
     Ok(())
