@@ -10,7 +10,14 @@ module RustyStdlib
   # - :uri_form — URI.encode_www_form_component, encode_www_form,
   #   decode_www_form_component, decode_www_form;
   # - :header_names — Net::HTTPHeader#capitalize (each_capitalized, canonical_each and
-  #   request heads use it).
+  #   request heads use it);
+  # - :response_head — Net::HTTPResponse.read_status_line and each_response_header (the
+  #   line parsing; the socket reads stay in Ruby, so set_debug_output still logs);
+  # - :request_head — Net::HTTPGenericRequest#write_header's request line and header
+  #   block, for requests that do not override each_capitalized / capitalize.
+  #
+  # Chunked bodies, read_body and gzip inflation stay the stdlib's (socket-bound, and
+  # observable through set_debug_output and read_body's block).
   #
   # Each piece is a module prepended at the stdlib method. Its methods ask the native
   # fast path first; that returns nil for arguments it does not take (decided before
@@ -84,7 +91,8 @@ module RustyStdlib
             line = raw.sub(/\s+\z/, "")
             break if line.empty?
 
-            if line[0] == " " or line[0] == "\t" and value # rubocop:disable Style/AndOr
+            # `or` and `and` bind equally: (space or tab) and value, as in the stdlib.
+            if line[0] == " " or line[0] == "\t" and value
               value << " " unless value.empty?
               value << line.strip
             else
@@ -97,7 +105,7 @@ module RustyStdlib
           break unless parsed
 
           space, tab, stripped, name, field_value = parsed
-          if space or tab and value # rubocop:disable Style/AndOr
+          if space or tab and value
             value << " " unless value.empty?
             value << stripped
           else
@@ -146,13 +154,17 @@ module RustyStdlib
     @pieces = {}
 
     class << self
-      # Pieces installed ({piece => module}) and why the others were not.
+      # The pieces installed, in order.
       def pieces
         @pieces.keys
       end
 
+      # Every piece's state: :installed, or why it is not.
       def piece_status
-        SEAMS.to_h { |piece, mod, target, file| [piece, @pieces.key?(piece) ? :installed : refusal(piece, mod, target.call, file)] }
+        SEAMS.to_h do |piece, mod, target, file|
+          status = :installed if @pieces.key?(piece)
+          [piece, status || refusal(piece, mod, target.call, file) || "not installed (module not activated)"]
+        end
       end
 
       def unsupported_reason

@@ -30,13 +30,14 @@ module NetHttpHelper
   # so loops run a deterministic subset there: that run checks GC safety; the normal run
   # checks parity on everything.
   def self.count(n)
-    Parity::GC_STRESS ? [n / 25, 4].max : n
+    Parity::GC_STRESS ? [n / 100, 3].max : n
   end
 
   # `list`, or every k-th element of it under GC stress (at most about `max`).
-  def self.sample(list, max = 25)
+  def self.sample(list, max = 12)
     return list unless Parity::GC_STRESS
 
+    max = [max, 12].min
     step = (list.size / max.to_f).ceil
     step <= 1 ? list : list.each_slice(step).map(&:first)
   end

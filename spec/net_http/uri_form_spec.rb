@@ -45,8 +45,8 @@ RSpec.describe "URI form codec (RustyStdlib::NetHttp :uri_form)" do
       def obj.to_s = "obj to_s é"
       args = [nil, :sym, :"é sym", 1, -2**70, 1.5, Float::NAN, true, false, obj, sub.new("s u b"),
               singleton, [1, 2], { a: 1 }, 1r, Object.new.tap { |o| def o.to_s = 5 }]
-      args.each do |arg|
-        [nil, Encoding::UTF_8].each { |enc| expect_codec_parity { URI.encode_www_form_component(arg, enc) } }
+      NetHttpHelper.sample(args.product([nil, Encoding::UTF_8])).each do |arg, enc|
+        expect_codec_parity { URI.encode_www_form_component(arg, enc) }
       end
     end
 
