@@ -54,3 +54,27 @@ RSpec.describe RustyStdlib::NetHttp do
     end
   end
 end
+
+RSpec.describe "RustyStdlib::NetHttp install checks" do
+  def refusal(*args)
+    RustyStdlib::NetHttp.send(:refusal, *args)
+  end
+
+  it "refuses stdlib versions the specs do not prove" do
+    stub_const("URI::VERSION", "9.9.9")
+    stub_const("Net::HTTP::VERSION", "9.9.9")
+    expect(refusal(:uri_form, RustyStdlib::NetHttp::URIForm, URI.singleton_class, "uri/common.rb"))
+      .to match(/URI::VERSION 9\.9\.9 is not proven/)
+    expect(refusal(:response_head, RustyStdlib::NetHttp::ResponseHead, Net::HTTPResponse.singleton_class, "net/http/response.rb"))
+      .to match(/Net::HTTP::VERSION 9\.9\.9 is not proven/)
+  end
+
+  it "refuses a seam someone else already patched" do
+    redefined = Class.new { def capitalize(name) = name }
+    expect(refusal(:header_names, RustyStdlib::NetHttp::HeaderNames, redefined, "net/http/header.rb"))
+      .to match(/capitalize is not the stdlib's/)
+    prepended = Class.new { include Net::HTTPHeader }.prepend(Module.new { def write_header(*) = nil })
+    expect(refusal(:request_head, RustyStdlib::NetHttp::RequestHead, prepended, "net/http/generic_request.rb"))
+      .to match(/write_header is not the stdlib's/)
+  end
+end
