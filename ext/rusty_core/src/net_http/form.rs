@@ -121,15 +121,20 @@ pub struct RawField<'a> {
 /// `chomp!(separator)` and `partition('=')`: one field per piece, the value empty when
 /// there is no `=`. With `isindex`, a first piece without `=` is the value of an empty key.
 ///
-/// `separator` must be non-empty and hold neither `\n` nor `\r` (Ruby's `chomp!` treats
-/// those specially); the binding leaves such separators to the stdlib.
+/// `separator` should be non-empty and hold neither `\n` nor `\r` (Ruby's `each_line`
+/// and `chomp!` treat those specially); the binding leaves such separators to the
+/// stdlib. An empty one is taken as "no separator" (one piece), never a panic.
 pub fn split_fields<'a>(input: &'a [u8], separator: &[u8], isindex: bool) -> Vec<RawField<'a>> {
-    assert!(!separator.is_empty(), "empty separator");
     let mut fields = Vec::new();
     let mut rest = input;
     let mut first = true;
     while !rest.is_empty() {
-        let (piece, next) = match find(rest, separator) {
+        let found = if separator.is_empty() {
+            None
+        } else {
+            find(rest, separator)
+        };
+        let (piece, next) = match found {
             Some(at) => (&rest[..at], &rest[at + separator.len()..]),
             None => (rest, &rest[rest.len()..]),
         };

@@ -162,3 +162,8 @@ fn request_heads() {
     assert_eq!(request_line(b"GET", b"/\r\n", b"1.1"), None);
     assert_eq!(request_line(b"GET\n", b"/", b"1.1"), None);
 }
+
+#[test]
+fn an_empty_separator_gives_one_piece() {
+    assert_eq!(fields(b"a=1&b", b"", false), pairs(&[("a", "1&b")]));
+}
