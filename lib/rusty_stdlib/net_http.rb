@@ -14,10 +14,9 @@ module RustyStdlib
   # - :response_head — Net::HTTPResponse.read_status_line and each_response_header (the
   #   line parsing; the socket reads stay in Ruby, so set_debug_output still logs);
   # - :request_head — Net::HTTPGenericRequest#write_header's request line and header
-  #   block, for requests that do not override each_capitalized / capitalize.
-  #
-  # Chunked bodies, read_body and gzip inflation stay the stdlib's (socket-bound, and
-  # observable through set_debug_output and read_body's block).
+  #   block, for requests that do not override each_capitalized / capitalize;
+  # - :chunked_body — Net::HTTPResponse#read_chunked's chunk-size lines (the reads, the
+  #   inflater and read_body's block stay the stdlib's, in the same order).
   #
   # Each piece is a module prepended at the stdlib method. Its methods ask the native
   # fast path first; that returns nil for arguments it does not take (decided before
@@ -34,6 +33,7 @@ module RustyStdlib
       header_names: { "Net::HTTP::VERSION" => %w[0.2.0 0.4.1] },
       response_head: { "Net::HTTP::VERSION" => %w[0.2.0 0.4.1] },
       request_head: { "Net::HTTP::VERSION" => %w[0.2.0 0.4.1] },
+      chunked_body: { "Net::HTTP::VERSION" => %w[0.2.0 0.4.1] },
     }.freeze
 
     # URI's form codec.
@@ -143,12 +143,45 @@ module RustyStdlib
       end
     end
 
+    # Net::HTTPResponse#read_chunked: the stdlib's loop (identical in net-http 0.2.0 and
+    # 0.4.1) with the chunk-size line parsed natively.
+    module ChunkedBody
+      private
+
+      def read_chunked(dest, chunk_data_io) # :nodoc:
+        total = 0
+        while true
+          line = @socket.readline
+          len = Native.chunk_size(line)
+          if len.nil? # not a binary line, or a Bignum size: the stdlib's expressions
+            hexlen = line.slice(/[0-9a-fA-F]+/) or
+              raise Net::HTTPBadResponse, "wrong chunk size line: #{line}"
+            len = hexlen.hex
+          elsif !len
+            raise Net::HTTPBadResponse, "wrong chunk size line: #{line}"
+          end
+          break if len == 0
+
+          begin
+            chunk_data_io.read len, dest
+          ensure
+            total += len
+            @socket.read 2 # \r\n
+          end
+        end
+        until @socket.readline.empty?
+          # none
+        end
+      end
+    end
+
     # Where each piece goes: [piece, prepended module, target, stdlib source file].
     SEAMS = [
       [:uri_form, URIForm, -> { URI.singleton_class }, "uri/common.rb"],
       [:header_names, HeaderNames, -> { Net::HTTPHeader }, "net/http/header.rb"],
       [:response_head, ResponseHead, -> { Net::HTTPResponse.singleton_class }, "net/http/response.rb"],
       [:request_head, RequestHead, -> { Net::HTTPGenericRequest }, "net/http/generic_request.rb"],
+      [:chunked_body, ChunkedBody, -> { Net::HTTPResponse }, "net/http/response.rb"],
     ].freeze
 
     @pieces = {}

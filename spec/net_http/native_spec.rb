@@ -18,6 +18,8 @@ RSpec.describe RustyStdlib::NetHttp::Native do
     expect(described_class.status_line("HTTP/1.1 20 OK".b)).to be(false)
     expect(described_class.header_line("A : b\r\n".b)).to eq([false, false, nil, "A", "b"])
     expect(described_class.header_line("\r\n".b)).to be(false)
+    expect(described_class.chunk_size("1a;ext".b)).to eq(26)
+    expect(described_class.chunk_size("zz".b)).to be(false)
     expect(described_class.request_head("GET", "/", "1.1", { "a-b" => %w[1 2] })).to eq("GET / HTTP/1.1\r\nA-B: 1, 2\r\n\r\n")
   end
 
@@ -30,6 +32,8 @@ RSpec.describe RustyStdlib::NetHttp::Native do
     expect(described_class.capitalize("stra\u00dfe")).to be_nil
     expect(described_class.status_line("HTTP/1.1 200 OK")).to be_nil
     expect(described_class.header_line("A: b\r\n")).to be_nil
+    expect(described_class.chunk_size("1a")).to be_nil
+    expect(described_class.chunk_size(("F" * 17).b)).to be_nil
     expect(described_class.request_head("GET", "/\u00e9", "1.1", {})).to be_nil
     expect(described_class.request_head("GET", "/", "1.1", { "a" => "1" })).to be_nil
   end

@@ -1,8 +1,29 @@
 # frozen_string_literal: true
 
+require "stringio"
+
 # Shared by spec/net_http: run code on the stdlib's methods or ours, and describe results
 # deeply (Arrays of Strings compared with each String's encoding, class and frozenness).
 module NetHttpHelper
+  # An IO that hands out its data in the given chunk sizes (then the rest), so that
+  # Net::BufferedIO's buffer boundaries fall everywhere.
+  class ChunkedIO < StringIO
+    def initialize(data, chunks)
+      super(data)
+      @chunks = chunks.dup
+    end
+
+    def read_nonblock(len, buf = nil, exception: true)
+      size = @chunks.shift || len
+      size = 1 if size < 1
+      readpartial([len, size].min, *buf)
+    rescue EOFError
+      raise if exception
+
+      nil
+    end
+  end
+
   # Fixed seeds: the random inputs are the same on every run and every Ruby.
   SEED = 20_261_129
 

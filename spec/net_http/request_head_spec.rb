@@ -10,7 +10,7 @@ RSpec.describe "Net::HTTPGenericRequest#write_header (RustyStdlib::NetHttp :requ
   end
 
   # Records what write_header writes.
-  class HeadSock
+  class NetHttpHelper::HeadSock
     attr_reader :written
 
     def initialize
@@ -24,7 +24,7 @@ RSpec.describe "Net::HTTPGenericRequest#write_header (RustyStdlib::NetHttp :requ
   end
 
   def head_of(request, ver = "1.1", path = request.path)
-    sock = HeadSock.new
+    sock = NetHttpHelper::HeadSock.new
     request.send(:write_header, sock, ver, path)
     sock.written
   end

@@ -1,6 +1,5 @@
 # frozen_string_literal: true
 
-require "stringio"
 require_relative "net_http_helper"
 
 RSpec.describe "Net::HTTPResponse head parsing (RustyStdlib::NetHttp :response_head)" do
@@ -10,27 +9,8 @@ RSpec.describe "Net::HTTPResponse head parsing (RustyStdlib::NetHttp :response_h
     skip "response_head not installed: #{RustyStdlib::NetHttp.piece_status[:response_head]}" unless NetHttpHelper.piece?(:response_head)
   end
 
-  # An IO that hands out its data in the given chunk sizes (then the rest), so that
-  # Net::BufferedIO's buffer boundaries fall everywhere.
-  class ChunkedIO < StringIO
-    def initialize(data, chunks)
-      super(data)
-      @chunks = chunks.dup
-    end
-
-    def read_nonblock(len, buf = nil, exception: true)
-      size = @chunks.shift || len
-      size = 1 if size < 1
-      readpartial([len, size].min, *buf)
-    rescue EOFError
-      raise if exception
-
-      nil
-    end
-  end
-
   # A socket object of the caller's own that returns UTF-8 lines (not BufferedIO).
-  class LineSock
+  class NetHttpHelper::LineSock
     def initialize(text)
       @lines = text.force_encoding(Encoding::UTF_8).lines
     end
@@ -51,7 +31,7 @@ RSpec.describe "Net::HTTPResponse head parsing (RustyStdlib::NetHttp :response_h
 
   def parse(text, chunks = [])
     log = StringIO.new(+"")
-    io = Net::BufferedIO.new(ChunkedIO.new(text.b, chunks), debug_output: log)
+    io = Net::BufferedIO.new(NetHttpHelper::ChunkedIO.new(text.b, chunks), debug_output: log)
     [read_head(io), io.read_all, log.string]
   end
 
@@ -143,7 +123,7 @@ RSpec.describe "Net::HTTPResponse head parsing (RustyStdlib::NetHttp :response_h
       verbose = $VERBOSE
       $VERBOSE = nil # the stdlib's regexp warns about /n against a UTF-8 string
       begin
-        expect_codec_parity { read_head(LineSock.new(text.dup)) }
+        expect_codec_parity { read_head(NetHttpHelper::LineSock.new(text.dup)) }
       ensure
         $VERBOSE = verbose
       end

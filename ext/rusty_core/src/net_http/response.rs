@@ -155,3 +155,22 @@ pub fn parse_header_line(raw: &[u8]) -> Option<HeaderLine<'_>> {
         value,
     })
 }
+
+/// `line.slice(/[0-9a-fA-F]+/)`: the first run of hex digits in a chunk-size line.
+pub fn chunk_size_digits(line: &[u8]) -> Option<&[u8]> {
+    let start = line.iter().position(u8::is_ascii_hexdigit)?;
+    let len = line[start..]
+        .iter()
+        .take_while(|b| b.is_ascii_hexdigit())
+        .count();
+    Some(&line[start..start + len])
+}
+
+/// `digits.hex` for a run of hex digits, or `None` when it does not fit in a `u64`
+/// (Ruby then makes a Bignum).
+pub fn hex_u64(digits: &[u8]) -> Option<u64> {
+    digits.iter().try_fold(0u64, |acc, &b| {
+        let digit = (b as char).to_digit(16)? as u64;
+        acc.checked_mul(16)?.checked_add(digit)
+    })
+}

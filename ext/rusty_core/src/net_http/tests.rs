@@ -167,3 +167,16 @@ fn request_heads() {
 fn an_empty_separator_gives_one_piece() {
     assert_eq!(fields(b"a=1&b", b"", false), pairs(&[("a", "1&b")]));
 }
+
+#[test]
+fn chunk_size_lines() {
+    use super::response::{chunk_size_digits, hex_u64};
+    assert_eq!(chunk_size_digits(b"1a;ext=1"), Some(&b"1a"[..]));
+    assert_eq!(chunk_size_digits(b"  x0F "), Some(&b"0F"[..]));
+    assert_eq!(chunk_size_digits(b"-g"), None);
+    assert_eq!(chunk_size_digits(b""), None);
+    assert_eq!(hex_u64(b"1a"), Some(26));
+    assert_eq!(hex_u64(b"ffffffffffffffff"), Some(u64::MAX));
+    assert_eq!(hex_u64(b"00000000000000000001"), Some(1));
+    assert_eq!(hex_u64(b"10000000000000000"), None);
+}

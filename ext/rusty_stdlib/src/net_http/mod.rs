@@ -32,5 +32,6 @@ pub fn init(ruby: &Ruby, root: RModule) -> Result<(), Error> {
     native.define_singleton_method("request_head", function!(request::request_head, 4))?;
     native.define_singleton_method("status_line", function!(response::status_line, 1))?;
     native.define_singleton_method("header_line", function!(response::header_line, 1))?;
+    native.define_singleton_method("chunk_size", function!(response::chunk_size, 1))?;
     Ok(())
 }

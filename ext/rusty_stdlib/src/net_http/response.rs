@@ -71,3 +71,20 @@ pub fn header_line(ruby: &Ruby, raw: Value) -> Result<Value, Error> {
         ])
         .as_value())
 }
+
+/// A chunk-size line's size (`line.slice(/[0-9a-fA-F]+/).hex`): an Integer, false when
+/// the line has no hex digit (the stdlib raises), nil when `line` is not a binary String
+/// or the size needs a Bignum (the stdlib's expressions run instead).
+pub fn chunk_size(ruby: &Ruby, line: Value) -> Result<Value, Error> {
+    let Some(string) = binary_string(line) else {
+        return Ok(ruby.qnil().as_value());
+    };
+    let bytes = unsafe { string.as_slice() };
+    Ok(match response::chunk_size_digits(bytes) {
+        None => ruby.qfalse().as_value(),
+        Some(digits) => match response::hex_u64(digits) {
+            Some(size) => ruby.integer_from_u64(size).as_value(),
+            None => ruby.qnil().as_value(),
+        },
+    })
+}
