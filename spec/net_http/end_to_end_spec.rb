@@ -29,6 +29,11 @@ RSpec.describe "Net::HTTP end to end with RustyStdlib::NetHttp" do
       res.body = ["#{req.request_method} #{req.unparsed_uri}", *req.raw_header.map(&:chomp),
                   "", req.body.to_s].join("\n")
     end
+    @server.mount_proc("/chunked") do |req, res|
+      res.chunked = true
+      res["x-query"] = req.query_string.to_s
+      res.body = "chunked body for #{req.query_string} " * 50
+    end
     @port = @server.config[:Port]
     @thread = Thread.new { @server.start }
   end
@@ -81,6 +86,19 @@ RSpec.describe "Net::HTTP end to end with RustyStdlib::NetHttp" do
            URI.decode_www_form(res["x-echo-query"], Encoding::BINARY)]
         end
       end
+    end
+  end
+
+  it "reads chunked responses and logs set_debug_output identically" do
+    expect_codec_parity(stress: false) do
+      log = StringIO.new(+"")
+      http = Net::HTTP.new("127.0.0.1", @port)
+      http.set_debug_output(log)
+      segments = []
+      res = http.start do |h|
+        h.request_get("/chunked?#{URI.encode_www_form(a: [1, 2], b: 'x y')}") { |r| r.read_body { |s| segments << s } }
+      end
+      [response_summary(res).first(5), segments.join, log.string.gsub(/Date: [^\\]*/, "Date: -")]
     end
   end
 

@@ -1,10 +1,11 @@
-//! `URI`'s form codec, `Net::HTTPHeader`'s name canonicalisation and
-//! `Net::HTTPResponse`'s head parsing on `rusty_core`.
+//! `URI`'s form codec, `Net::HTTPHeader`'s name canonicalisation, request heads,
+//! response head lines and chunk-size lines on `rusty_core`, as
+//! `RustyStdlib::NetHttp::Native` functions.
 //!
 //! Every function here is a fast path for one stdlib method: it returns `nil` when the
 //! arguments are outside what it handles (decided before anything observable happens),
-//! and the Ruby shim (lib/rusty_stdlib/net_http.rb) then calls the stdlib method (super).
-//! Non-nil results are Strings, Arrays or false, so `nil` is unambiguous.
+//! and the Ruby shim (lib/rusty_stdlib/net_http.rb) then runs the stdlib's code.
+//! Non-nil results are Strings, Arrays, Integers or false, so `nil` is unambiguous.
 
 mod form;
 mod header;
@@ -14,8 +15,7 @@ mod strings;
 
 use magnus::{function, prelude::*, Error, RModule, Ruby};
 
-pub fn init(ruby: &Ruby, root: RModule) -> Result<(), Error> {
-    let _ = ruby;
+pub fn init(_ruby: &Ruby, root: RModule) -> Result<(), Error> {
     let module = root.define_module("NetHttp")?;
     let native = module.define_module("Native")?;
     native.define_singleton_method(
