@@ -114,6 +114,28 @@ RSpec.describe "URI form codec (RustyStdlib::NetHttp :uri_form)" do
       end
     end
 
+    it "calls to_s as often and in the same order as the stdlib" do
+      calls = []
+      counter = Module.new do
+        define_method(:to_s) do
+          calls << inspect
+          super()
+        end
+      end
+      Symbol.prepend(counter)
+      Integer.prepend(counter)
+      begin
+        [{ a: [:x, nil, 1], b: [], c: nil, d: :v }, [[:k, [nil]], [:j], :i, [2, 3]], { k: Object.new }].each do |form|
+          expect_codec_parity do
+            calls.clear
+            [URI.encode_www_form(form), calls.dup]
+          end
+        end
+      ensure
+        counter.send(:remove_method, :to_s)
+      end
+    end
+
     it "matches for malformed arguments" do
       [nil, 1, "a=b", :sym, Object.new].each do |enum|
         expect_codec_parity { URI.encode_www_form(enum) }

@@ -39,20 +39,7 @@ fn component_source(
         }
         return Ok(Some(string));
     }
-    if enc_transcodes {
-        return Ok(None);
-    }
-    let scalar = [
-        ruby.class_nil_class(),
-        ruby.class_symbol(),
-        ruby.class_integer(),
-        ruby.class_float(),
-        ruby.class_true_class(),
-        ruby.class_false_class(),
-    ]
-    .into_iter()
-    .any(|class| is_exact(value, class));
-    if !scalar {
+    if enc_transcodes || !simple(ruby, value) {
         return Ok(None);
     }
     let converted: Value = value.funcall("to_s", ())?;
@@ -83,95 +70,143 @@ pub fn encode_www_form_component(
     usascii(ruby, &out).map(Some)
 }
 
-/// One `key=value` field (or `key` alone), appended to `out`; `Ok(false)` hands the
-/// whole call to the stdlib.
-fn encode_field(ruby: &Ruby, out: &mut Vec<u8>, key: Value, value: Value) -> Result<bool, Error> {
-    let Some(key) = component_source(ruby, key, false)? else {
-        return Ok(false);
-    };
-    if value.is_nil() {
-        encode_into(out, key);
-        return Ok(true);
-    }
-    if let Some(values) = RArray::from_value(value).filter(|_| is_exact(value, ruby.class_array()))
-    {
-        // `v.to_ary.map { |w| … }.join('&')`: a nil element maps to nil, which joins as
-        // an empty string (the quirk `a: [1, nil]` => "a=1&").
-        let mut i = 0;
-        while i < values.len() {
-            let element: Value = values.entry(i as isize)?;
-            if i > 0 {
-                out.push(b'&');
-            }
-            if !element.is_nil() {
-                let Some(element) = component_source(ruby, element, false)? else {
-                    return Ok(false);
-                };
-                encode_into(out, key);
-                out.push(b'=');
-                encode_into(out, element);
-            }
-            i += 1;
-        }
-        return Ok(true);
-    }
-    let Some(value) = component_source(ruby, value, false)? else {
-        return Ok(false);
-    };
-    encode_into(out, key);
-    out.push(b'=');
-    encode_into(out, value);
-    Ok(true)
+/// Whether `value` is an exact String or a nil, Symbol, Integer, Float, true or false
+/// (whose `to_s` the stdlib calls and whose result we then encode).
+fn simple(ruby: &Ruby, value: Value) -> bool {
+    exact_string(ruby, value).is_some()
+        || [
+            ruby.class_nil_class(),
+            ruby.class_symbol(),
+            ruby.class_integer(),
+            ruby.class_float(),
+            ruby.class_true_class(),
+            ruby.class_false_class(),
+        ]
+        .into_iter()
+        .any(|class| is_exact(value, class))
 }
 
-/// `URI.encode_www_form(enum, enc)` for an exact Array or Hash of simple keys and values
-/// with `enc` nil or binary, or nil for the stdlib.
-pub fn encode_www_form(ruby: &Ruby, enum_: Value, enc: Value) -> Result<Option<RString>, Error> {
-    if transcodes(enc) {
-        return Ok(None);
+/// The exact Array `value` is, if it is one.
+fn exact_array(ruby: &Ruby, value: Value) -> Option<RArray> {
+    RArray::from_value(value).filter(|_| is_exact(value, ruby.class_array()))
+}
+
+/// Whether a field is one this path takes: a simple key, and a value that is nil,
+/// simple, or an exact Array of nils and simple values. Calls no Ruby code.
+fn field_taken(ruby: &Ruby, key: Value, value: Value) -> bool {
+    if !simple(ruby, key) {
+        return false;
     }
-    let mut out = Vec::new();
+    match exact_array(ruby, value) {
+        Some(values) => (0..values.len()).all(|i| {
+            values
+                .entry::<Value>(i as isize)
+                .is_ok_and(|w| simple(ruby, w))
+        }),
+        None => simple(ruby, value),
+    }
+}
+
+/// Calls `f` with each `|k, v|` that `enum.map` would yield, for an exact Hash or an
+/// exact Array (whose exact-Array elements are destructured, others are `k` alone);
+/// stops when `f` answers false. `Ok(None)` for any other `enum`.
+fn each_field<F>(ruby: &Ruby, enum_: Value, mut f: F) -> Result<Option<bool>, Error>
+where
+    F: FnMut(Value, Value) -> Result<bool, Error>,
+{
     if let Some(hash) = RHash::from_value(enum_).filter(|_| is_exact(enum_, ruby.class_hash())) {
-        let mut first = true;
-        let mut handled = true;
+        let mut all = true;
         hash.foreach(|key: Value, value: Value| {
-            if !first {
-                out.push(b'&');
-            }
-            first = false;
-            handled = encode_field(ruby, &mut out, key, value)?;
-            Ok(if handled {
+            all = f(key, value)?;
+            Ok(if all {
                 ForEach::Continue
             } else {
                 ForEach::Stop
             })
         })?;
-        if !handled {
-            return Ok(None);
+        return Ok(Some(all));
+    }
+    let Some(fields) = exact_array(ruby, enum_) else {
+        return Ok(None);
+    };
+    let mut i = 0;
+    while i < fields.len() {
+        let field: Value = fields.entry(i as isize)?;
+        let (key, value) = match exact_array(ruby, field) {
+            Some(pair) => (pair.entry::<Value>(0)?, pair.entry::<Value>(1)?),
+            None => (field, ruby.qnil().as_value()),
+        };
+        if !f(key, value)? {
+            return Ok(Some(false));
         }
-    } else if let Some(fields) =
-        RArray::from_value(enum_).filter(|_| is_exact(enum_, ruby.class_array()))
-    {
-        let mut i = 0;
-        while i < fields.len() {
-            if i > 0 {
-                out.push(b'&');
-            }
-            let field: Value = fields.entry(i as isize)?;
-            // `|k, v|` destructures an Array element; anything else is `k` alone.
-            let (key, value) = match RArray::from_value(field) {
-                Some(pair) if is_exact(field, ruby.class_array()) => {
-                    (pair.entry::<Value>(0)?, pair.entry::<Value>(1)?)
-                }
-                Some(_) => return Ok(None),
-                None => (field, ruby.qnil().as_value()),
+        i += 1;
+    }
+    Ok(Some(true))
+}
+
+/// Appends one field the way the stdlib's block builds it, converting in the same
+/// order and as often as the stdlib does (the key once per element of an Array value).
+/// `Ok(false)` when a redefined `to_s` answered something other than a String.
+fn encode_field(ruby: &Ruby, out: &mut Vec<u8>, key: Value, value: Value) -> Result<bool, Error> {
+    let Some(values) = exact_array(ruby, value) else {
+        let Some(key) = component_source(ruby, key, false)? else {
+            return Ok(false);
+        };
+        encode_into(out, key);
+        if !value.is_nil() {
+            let Some(value) = component_source(ruby, value, false)? else {
+                return Ok(false);
             };
-            if !encode_field(ruby, &mut out, key, value)? {
-                return Ok(None);
-            }
-            i += 1;
+            out.push(b'=');
+            encode_into(out, value);
         }
-    } else {
+        return Ok(true);
+    };
+    // `v.to_ary.map { |w| … }.join('&')`: a nil element maps to nil, which joins as an
+    // empty string (the quirk `a: [1, nil]` => "a=1&").
+    let mut i = 0;
+    while i < values.len() {
+        let element: Value = values.entry(i as isize)?;
+        if i > 0 {
+            out.push(b'&');
+        }
+        let Some(key) = component_source(ruby, key, false)? else {
+            return Ok(false);
+        };
+        if !element.is_nil() {
+            let Some(element) = component_source(ruby, element, false)? else {
+                return Ok(false);
+            };
+            encode_into(out, key);
+            out.push(b'=');
+            encode_into(out, element);
+        }
+        i += 1;
+    }
+    Ok(true)
+}
+
+/// `URI.encode_www_form(enum, enc)` for an exact Array or Hash of simple keys and values
+/// with `enc` nil or binary, or nil for the stdlib. Which it is gets decided by a first
+/// pass that calls no Ruby code; the second pass converts and encodes.
+pub fn encode_www_form(ruby: &Ruby, enum_: Value, enc: Value) -> Result<Option<RString>, Error> {
+    if transcodes(enc) {
+        return Ok(None);
+    }
+    let taken = each_field(ruby, enum_, |key, value| Ok(field_taken(ruby, key, value)))?;
+    if taken != Some(true) {
+        return Ok(None);
+    }
+    let mut out = Vec::new();
+    let mut first = true;
+    let encoded = each_field(ruby, enum_, |key, value| {
+        if !first {
+            out.push(b'&');
+        }
+        first = false;
+        encode_field(ruby, &mut out, key, value)
+    })?;
+    if encoded != Some(true) {
         return Ok(None);
     }
     usascii(ruby, &out).map(Some)
