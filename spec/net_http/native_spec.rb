@@ -53,6 +53,8 @@ RSpec.describe RustyStdlib::NetHttp do
   end
 
   it "installs every piece whose stdlib version is proven" do
+    skip "net_http is not activated: #{RustyStdlib.status[:net_http]}" unless RustyStdlib.installed.include?(:net_http)
+
     described_class.piece_status.each_value do |status|
       expect(status).to eq(:installed).or(match(/is not proven/))
     end
