@@ -184,6 +184,22 @@ RSpec.describe "URI form codec (RustyStdlib::NetHttp :uri_form)" do
       end
     end
 
+    it "matches when the enc argument's to_str changes the string or the separator" do
+      [->(str, _sep) { str.replace("b=%FF&\u00e9=1") }, ->(str, _sep) { str.clear },
+       ->(_str, sep) { sep.replace("\n") }, ->(_str, sep) { sep.replace(";") }].each do |change|
+        expect_codec_parity do
+          str = +"a=1&b=2;c"
+          sep = +"&"
+          enc = Object.new
+          enc.define_singleton_method(:to_str) do
+            change.call(str, sep)
+            "UTF-8"
+          end
+          URI.decode_www_form(str, enc, separator: sep)
+        end
+      end
+    end
+
     it "matches for non-String arguments" do
       [nil, :"a=1", 1, Class.new(String).new("a=1&b"), ["a=1"]].each do |str|
         expect_codec_parity { URI.decode_www_form(str) }

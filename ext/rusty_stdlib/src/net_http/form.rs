@@ -295,13 +295,12 @@ pub fn decode_www_form(
             }
         }
     };
-    // Read again: Encoding.find may have run Ruby code.
+    // Read both again, as the stdlib does: Encoding.find may have run Ruby code. The
+    // string is split byte-wise whatever it holds now; a separator that stopped being
+    // plain sends the call to the stdlib (which then calls Encoding.find again).
     let Some(separator) = plain_separator(separator) else {
         return Ok(None);
     };
-    if !ascii_only(string) || string.is_empty() {
-        return Ok(None);
-    }
     let fields: Vec<(Vec<u8>, Vec<u8>)> = {
         let bytes = unsafe { string.as_slice() };
         let separator = unsafe { separator.as_slice() };
