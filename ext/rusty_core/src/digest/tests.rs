@@ -11,11 +11,7 @@ fn known_vectors() {
     let cases: &[(Algorithm, &[u8], &str)] = &[
         (Algorithm::Md5, b"", "d41d8cd98f00b204e9800998ecf8427e"),
         (Algorithm::Md5, b"abc", "900150983cd24fb0d6963f7d28e17f72"),
-        (
-            Algorithm::Sha1,
-            b"abc",
-            "a9993e364706816aba3e25717850c26c9cd0d89d",
-        ),
+        (Algorithm::Sha1, b"abc", "a9993e364706816aba3e25717850c26c9cd0d89d"),
         (
             Algorithm::Sha256,
             b"abc",
@@ -33,11 +29,7 @@ fn known_vectors() {
             "ddaf35a193617abacc417349ae20413112e6fa4e89a97ea20a9eeee64b55d39a\
              2192992a274fc1a836ba3c23a3feebbd454d4423643ce80e2a9ac94fa54ca49f",
         ),
-        (
-            Algorithm::Rmd160,
-            b"abc",
-            "8eb208f7e05d987a9b044a8e98c6b087f15a0bfc",
-        ),
+        (Algorithm::Rmd160, b"abc", "8eb208f7e05d987a9b044a8e98c6b087f15a0bfc"),
     ];
     for &(algorithm, input, expected) in cases {
         assert_eq!(hexdigest(algorithm, input), expected, "{algorithm:?}");
@@ -47,10 +39,7 @@ fn known_vectors() {
 #[test]
 fn lengths_match_output() {
     for algorithm in Algorithm::ALL {
-        assert_eq!(
-            digest(algorithm, b"x").as_bytes().len(),
-            algorithm.digest_length()
-        );
+        assert_eq!(digest(algorithm, b"x").as_bytes().len(), algorithm.digest_length());
     }
 }
 
@@ -63,11 +52,7 @@ fn split_updates_equal_one_shot() {
             let mut h = Hasher::new(algorithm);
             h.update(&data[..split]);
             h.update(&data[split..]);
-            assert_eq!(
-                h.peek().as_bytes(),
-                whole.as_bytes(),
-                "{algorithm:?} at {split}"
-            );
+            assert_eq!(h.peek().as_bytes(), whole.as_bytes(), "{algorithm:?} at {split}");
         }
     }
 }
@@ -80,10 +65,7 @@ fn peek_keeps_state_and_finish_resets() {
         let partial = h.peek();
         assert_eq!(partial.as_bytes(), digest(algorithm, b"ab").as_bytes());
         h.update(b"c");
-        assert_eq!(
-            h.finish_reset().as_bytes(),
-            digest(algorithm, b"abc").as_bytes()
-        );
+        assert_eq!(h.finish_reset().as_bytes(), digest(algorithm, b"abc").as_bytes());
         assert_eq!(h.peek().as_bytes(), digest(algorithm, b"").as_bytes());
     }
 }

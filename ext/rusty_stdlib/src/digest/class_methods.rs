@@ -36,9 +36,7 @@ fn class_digest(ruby: &Ruby, class: Value, args: &[Value]) -> Result<Value, Erro
 
 fn class_hexdigest(ruby: &Ruby, class: Value, args: &[Value]) -> Result<Value, Error> {
     match fast_input(class, args) {
-        Some((algorithm, string)) => {
-            Ok(hex_result(ruby, &digest_of(algorithm, string)?).as_value())
-        }
+        Some((algorithm, string)) => Ok(hex_result(ruby, &digest_of(algorithm, string)?).as_value()),
         None => call_super(args),
     }
 }

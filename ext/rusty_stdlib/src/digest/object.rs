@@ -60,8 +60,10 @@ fn hex_string(ruby: &Ruby, digest: &Digest) -> RString {
 /// Calls the same method in `Digest::Instance` with the same arguments.
 pub(super) fn call_super(args: &[Value]) -> Result<Value, Error> {
     let raw: Vec<rb_sys::VALUE> = args.iter().map(|v| v.as_raw()).collect();
-    magnus::rb_sys::protect(|| unsafe { rb_sys::rb_call_super(raw.len() as i32, raw.as_ptr()) })
-        .map(|v| unsafe { magnus::rb_sys::FromRawValue::from_raw(v) })
+    magnus::rb_sys::protect(|| unsafe {
+        rb_sys::rb_call_super(raw.len() as i32, raw.as_ptr())
+    })
+    .map(|v| unsafe { magnus::rb_sys::FromRawValue::from_raw(v) })
 }
 
 impl DigestObject {
@@ -107,15 +109,11 @@ impl DigestObject {
         self.wait_idle()?;
         if string.len() < NOGVL_THRESHOLD {
             // Short: no Ruby code runs while the bytes are borrowed.
-            self.hasher
-                .borrow_mut()
-                .update(unsafe { string.as_slice() });
+            self.hasher.borrow_mut().update(unsafe { string.as_slice() });
             return Ok(());
         }
         let Some(locked) = LockedStr::try_lock(string) else {
-            self.hasher
-                .borrow_mut()
-                .update(unsafe { string.as_slice() });
+            self.hasher.borrow_mut().update(unsafe { string.as_slice() });
             return Ok(());
         };
         let mut hasher = self.hasher.borrow().clone();
@@ -148,10 +146,7 @@ impl DigestObject {
         rb_self.check_frozen()?;
         let other = Obj::<DigestObject>::try_convert(other)?;
         if other.algorithm() != rb_self.algorithm() {
-            return Err(Error::new(
-                ruby.exception_type_error(),
-                "different algorithms",
-            ));
+            return Err(Error::new(ruby.exception_type_error(), "different algorithms"));
         }
         rb_self.copy_state_from(&other)?;
         Ok(rb_self)
@@ -188,10 +183,7 @@ impl DigestObject {
     /// The digest `Digest::Instance#digest`/`#hexdigest` would compute: of the state so far
     /// (no argument), or of `string` alone with the state reset before and after.
     /// `None` when the stdlib's own method must run.
-    fn instance_digest(
-        rb_self: Obj<DigestObject>,
-        args: &[Value],
-    ) -> Result<Option<Digest>, Error> {
+    fn instance_digest(rb_self: Obj<DigestObject>, args: &[Value]) -> Result<Option<Digest>, Error> {
         if !Self::plain(rb_self) {
             return Ok(None);
         }

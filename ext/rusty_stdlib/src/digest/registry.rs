@@ -11,10 +11,7 @@ use rusty_core::digest::Algorithm;
 static CLASSES: [AtomicUsize; Algorithm::ALL.len()] = [const { AtomicUsize::new(0) }; 6];
 
 fn slot(algorithm: Algorithm) -> &'static AtomicUsize {
-    &CLASSES[Algorithm::ALL
-        .iter()
-        .position(|a| *a == algorithm)
-        .unwrap_or(0)]
+    &CLASSES[Algorithm::ALL.iter().position(|a| *a == algorithm).unwrap_or(0)]
 }
 
 pub fn register(ruby: &Ruby, algorithm: Algorithm, class: RClass) {

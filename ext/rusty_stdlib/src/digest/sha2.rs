@@ -5,9 +5,7 @@
 
 use std::sync::OnceLock;
 
-use magnus::{
-    method, prelude::*, typed_data::Obj, value::Opaque, Error, RClass, RModule, Ruby, Value,
-};
+use magnus::{method, prelude::*, typed_data::Obj, value::Opaque, Error, RClass, RModule, Ruby, Value};
 use rusty_core::digest::Algorithm;
 
 use super::DigestObject;
@@ -43,10 +41,7 @@ fn algorithm_for(bitlen: Value) -> Result<Option<Algorithm>, Error> {
         (512, Algorithm::Sha512),
     ] {
         // `case bitlen when 256` is `256 === bitlen`, which also matches 256.0.
-        if Ruby::get_with(bitlen)
-            .into_value(bits)
-            .funcall::<_, _, bool>("===", (bitlen,))?
-        {
+        if Ruby::get_with(bitlen).into_value(bits).funcall::<_, _, bool>("===", (bitlen,))? {
             return Ok(Some(algorithm));
         }
     }
@@ -72,11 +67,7 @@ fn initialize_copy(rb_self: Obj<DigestObject>, other: Obj<DigestObject>) -> Resu
 fn inspect(rb_self: Obj<DigestObject>) -> Result<String, Error> {
     let class: Value = rb_self.funcall("class", ())?;
     let name: Value = class.funcall("name", ())?;
-    let name = if name.is_nil() {
-        String::new()
-    } else {
-        name.to_string()
-    };
+    let name = if name.is_nil() { String::new() } else { name.to_string() };
     let hex: Value = rb_self.funcall("hexdigest", ())?;
     let bits = rb_self.algorithm().digest_length() * 8;
     Ok(format!("#<{name}:{bits} {hex}>"))
