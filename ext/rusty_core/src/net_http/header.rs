@@ -1,0 +1,62 @@
+//! Header field names, as `Net::HTTPHeader#capitalize` writes them.
+
+/// `name.split(/-/).map(&:capitalize).join('-')` for an ASCII `name`: each `-`-separated
+/// part with its first byte upper-cased and the rest lower-cased. Like `split`, trailing
+/// empty parts are dropped; `None` when no part is left (Ruby then returns an empty
+/// US-ASCII string from `[].join`). Non-ASCII bytes are copied unchanged, but only ASCII
+/// input matches Ruby's Unicode-aware `String#capitalize`.
+pub fn capitalize(name: &[u8]) -> Option<Vec<u8>> {
+    let end = name.iter().rposition(|&b| b != b'-')? + 1;
+    let mut out = Vec::with_capacity(end);
+    let mut at_start = true;
+    for &b in &name[..end] {
+        if b == b'-' {
+            out.push(b'-');
+            at_start = true;
+        } else {
+            out.push(if at_start {
+                b.to_ascii_uppercase()
+            } else {
+                b.to_ascii_lowercase()
+            });
+            at_start = false;
+        }
+    }
+    Some(out)
+}
+
+/// Appends one request header line, `"#{capitalize(name)}: #{values.join(', ')}\r\n"`,
+/// as `Net::HTTPGenericRequest#write_header` writes it.
+pub fn push_field_line<'a>(
+    out: &mut Vec<u8>,
+    name: &[u8],
+    values: impl IntoIterator<Item = &'a [u8]>,
+) {
+    if let Some(name) = capitalize(name) {
+        out.extend_from_slice(&name);
+    }
+    out.extend_from_slice(b": ");
+    for (i, value) in values.into_iter().enumerate() {
+        if i > 0 {
+            out.extend_from_slice(b", ");
+        }
+        out.extend_from_slice(value);
+    }
+    out.extend_from_slice(b"\r\n");
+}
+
+/// The request line `"#{method} #{path} HTTP/#{version}\r\n"`, or `None` when it would
+/// hold a CR or LF (the stdlib raises then).
+pub fn request_line(method: &[u8], path: &[u8], version: &[u8]) -> Option<Vec<u8>> {
+    let mut out = Vec::with_capacity(method.len() + path.len() + version.len() + 13);
+    out.extend_from_slice(method);
+    out.push(b' ');
+    out.extend_from_slice(path);
+    out.extend_from_slice(b" HTTP/");
+    out.extend_from_slice(version);
+    if out.iter().any(|&b| b == b'\r' || b == b'\n') {
+        return None;
+    }
+    out.extend_from_slice(b"\r\n");
+    Some(out)
+}

@@ -1,0 +1,37 @@
+//! `URI`'s form codec, `Net::HTTPHeader`'s name canonicalisation, request heads,
+//! response head lines and chunk-size lines on `rusty_core`, as
+//! `RustyStdlib::NetHttp::Native` functions.
+//!
+//! Every function here is a fast path for one stdlib method: it returns `nil` when the
+//! arguments are outside what it handles (decided before anything observable happens),
+//! and the Ruby shim (lib/rusty_stdlib/net_http.rb) then runs the stdlib's code.
+//! Non-nil results are Strings, Arrays, Integers or false, so `nil` is unambiguous.
+
+mod form;
+mod header;
+mod request;
+mod response;
+mod strings;
+
+use magnus::{function, prelude::*, Error, RModule, Ruby};
+
+pub fn init(_ruby: &Ruby, root: RModule) -> Result<(), Error> {
+    let module = root.define_module("NetHttp")?;
+    let native = module.define_module("Native")?;
+    native.define_singleton_method(
+        "encode_www_form_component",
+        function!(form::encode_www_form_component, 2),
+    )?;
+    native.define_singleton_method("encode_www_form", function!(form::encode_www_form, 2))?;
+    native.define_singleton_method(
+        "decode_www_form_component",
+        function!(form::decode_www_form_component, 2),
+    )?;
+    native.define_singleton_method("decode_www_form", function!(form::decode_www_form, 4))?;
+    native.define_singleton_method("capitalize", function!(header::capitalize, 1))?;
+    native.define_singleton_method("request_head", function!(request::request_head, 4))?;
+    native.define_singleton_method("status_line", function!(response::status_line, 1))?;
+    native.define_singleton_method("header_line", function!(response::header_line, 1))?;
+    native.define_singleton_method("chunk_size", function!(response::chunk_size, 1))?;
+    Ok(())
+}

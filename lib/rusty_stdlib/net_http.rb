@@ -1,0 +1,268 @@
+# frozen_string_literal: true
+
+require_relative "activation"
+require "uri"
+require "net/http"
+
+module RustyStdlib
+  # Net::HTTP's message codec and URI's form codec on Rust, installed piece by piece:
+  #
+  # - :uri_form — URI.encode_www_form_component, encode_www_form,
+  #   decode_www_form_component, decode_www_form;
+  # - :header_names — Net::HTTPHeader#capitalize (each_capitalized, canonical_each and
+  #   request heads use it);
+  # - :response_head — Net::HTTPResponse.read_status_line and each_response_header (the
+  #   line parsing; the socket reads stay in Ruby, so set_debug_output still logs);
+  # - :request_head — Net::HTTPGenericRequest#write_header's request line and header
+  #   block, for requests that do not override each_capitalized / capitalize;
+  # - :chunked_body — Net::HTTPResponse#read_chunked's chunk-size lines (the reads, the
+  #   inflater and read_body's block stay the stdlib's, in the same order).
+  #
+  # Each piece is a module prepended at the stdlib method. Its methods ask the native
+  # fast path first; that returns nil for arguments it does not take (decided before
+  # anything observable happens), and the stdlib method (super) runs instead. A piece is
+  # installed only on stdlib versions spec/net_http proves, and only where the stdlib
+  # method is still the stdlib's own (nobody patched it first).
+  #
+  # The stdlib stays reachable: RustyStdlib::NetHttp.stdlib { ... } runs the block with
+  # every installed piece taken out (for specs and comparisons; not thread-safe).
+  module NetHttp
+    # Stdlib versions whose behaviour spec/net_http proves each piece matches.
+    PROVEN = {
+      uri_form: { "URI::VERSION" => %w[0.11.0 0.13.2] },
+      header_names: { "Net::HTTP::VERSION" => %w[0.2.0 0.4.1] },
+      response_head: { "Net::HTTP::VERSION" => %w[0.2.0 0.4.1] },
+      request_head: { "Net::HTTP::VERSION" => %w[0.2.0 0.4.1] },
+      chunked_body: { "Net::HTTP::VERSION" => %w[0.2.0 0.4.1] },
+    }.freeze
+
+    # URI's form codec.
+    module URIForm
+      def encode_www_form_component(str, enc = nil)
+        Native.encode_www_form_component(str, enc) || super
+      end
+
+      def encode_www_form(enum, enc = nil)
+        Native.encode_www_form(enum, enc) || super
+      end
+
+      def decode_www_form_component(str, enc = Encoding::UTF_8)
+        Native.decode_www_form_component(str, enc) || super
+      end
+
+      def decode_www_form(str, enc = Encoding::UTF_8, separator: "&", use__charset_: false, isindex: false)
+        (!use__charset_ && Native.decode_www_form(str, enc, separator, isindex)) || super
+      end
+    end
+
+    # Net::HTTPHeader's header name canonicalisation.
+    module HeaderNames
+      private
+
+      def capitalize(name)
+        Native.capitalize(name) || super
+      end
+    end
+
+    # Net::HTTPResponse's status line and header parsing (private class methods).
+    module ResponseHead
+      # A socket whose only line is one already read, for handing it to the stdlib.
+      OneLine = Struct.new(:readline)
+
+      private
+
+      def read_status_line(sock)
+        str = sock.readline
+        captures = Native.status_line(str)
+        return captures if captures
+        return super(OneLine.new(str)) if captures.nil? # not binary: the stdlib's regexp
+
+        raise Net::HTTPBadResponse, "wrong status line: #{str.dump}"
+      end
+
+      # The stdlib's loop, with each binary line taken apart natively; other lines (from
+      # a caller's own socket object) go through the stdlib's own statements.
+      def each_response_header(sock)
+        key = value = nil
+        while true
+          raw = sock.readuntil("\n", true)
+          parsed = Native.header_line(raw)
+          if parsed.nil?
+            line = raw.sub(/\s+\z/, "")
+            break if line.empty?
+
+            # `or` and `and` bind equally: (space or tab) and value, as in the stdlib.
+            if line[0] == " " or line[0] == "\t" and value
+              value << " " unless value.empty?
+              value << line.strip
+            else
+              yield key, value if key
+              key, value = line.strip.split(/\s*:\s*/, 2)
+              raise Net::HTTPBadResponse, "wrong header line format" if value.nil?
+            end
+            next
+          end
+          break unless parsed
+
+          space, tab, stripped, name, field_value = parsed
+          if space or tab and value
+            value << " " unless value.empty?
+            value << stripped
+          else
+            yield key, value if key
+            key = name
+            value = field_value
+            raise Net::HTTPBadResponse, "wrong header line format" if value.nil?
+          end
+        end
+        yield key, value if key
+      end
+    end
+
+    # Net::HTTPGenericRequest#write_header.
+    module RequestHead
+      # The header methods write_header relies on, as the stdlib (or we) define them.
+      STOCK_OWNERS = [Net::HTTPHeader, HeaderNames].freeze
+
+      private
+
+      def write_header(sock, ver, path)
+        head = RequestHead.stock?(self) && Native.request_head(@method, path, ver, @header)
+        return super unless head
+
+        sock.write head
+      end
+
+      # Object#method (requests define their own #method, the HTTP verb).
+      METHOD = ::Kernel.instance_method(:method)
+
+      # Whether `request` builds its head with the stock each_capitalized / capitalize.
+      def self.stock?(request)
+        STOCK_OWNERS.include?(METHOD.bind_call(request, :each_capitalized).owner) &&
+          STOCK_OWNERS.include?(METHOD.bind_call(request, :capitalize).owner)
+      end
+    end
+
+    # Net::HTTPResponse#read_chunked: the stdlib's loop (identical in net-http 0.2.0 and
+    # 0.4.1) with the chunk-size line parsed natively.
+    module ChunkedBody
+      private
+
+      def read_chunked(dest, chunk_data_io) # :nodoc:
+        total = 0
+        while true
+          line = @socket.readline
+          len = Native.chunk_size(line)
+          if len.nil? # not a binary line, or a Bignum size: the stdlib's expressions
+            hexlen = line.slice(/[0-9a-fA-F]+/) or
+              raise Net::HTTPBadResponse, "wrong chunk size line: #{line}"
+            len = hexlen.hex
+          elsif !len
+            raise Net::HTTPBadResponse, "wrong chunk size line: #{line}"
+          end
+          break if len == 0
+
+          begin
+            chunk_data_io.read len, dest
+          ensure
+            total += len
+            @socket.read 2 # \r\n
+          end
+        end
+        until @socket.readline.empty?
+          # none
+        end
+      end
+    end
+
+    # Where each piece goes: [piece, prepended module, target, stdlib source file].
+    SEAMS = [
+      [:uri_form, URIForm, -> { URI.singleton_class }, "uri/common.rb"],
+      [:header_names, HeaderNames, -> { Net::HTTPHeader }, "net/http/header.rb"],
+      [:response_head, ResponseHead, -> { Net::HTTPResponse.singleton_class }, "net/http/response.rb"],
+      [:request_head, RequestHead, -> { Net::HTTPGenericRequest }, "net/http/generic_request.rb"],
+      [:chunked_body, ChunkedBody, -> { Net::HTTPResponse }, "net/http/response.rb"],
+    ].freeze
+
+    @pieces = {}
+
+    class << self
+      # The pieces installed, in order.
+      def pieces
+        @pieces.keys
+      end
+
+      # Every piece's state: :installed, or why it is not.
+      def piece_status
+        SEAMS.to_h do |piece, mod, target, file|
+          status = :installed if @pieces.key?(piece)
+          [piece, status || refusal(piece, mod, target.call, file) || "not installed (module not activated)"]
+        end
+      end
+
+      def unsupported_reason
+        reasons = SEAMS.map { |piece, mod, target, file| refusal(piece, mod, target.call, file) }
+        return nil if reasons.include?(nil)
+
+        reasons.join("; ")
+      end
+
+      def install!
+        SEAMS.each do |piece, mod, target_proc, file|
+          target = target_proc.call
+          next if @pieces.key?(piece) || refusal(piece, mod, target, file)
+
+          target.prepend(mod)
+          @pieces[piece] = mod
+        end
+      end
+
+      # Runs the block with the stdlib's own methods in place of every installed piece.
+      def stdlib
+        saved = @pieces.values.to_h { |mod| [mod, take_out(mod)] }
+        yield
+      ensure
+        saved&.each { |mod, methods| put_back(mod, methods) }
+      end
+
+      private
+
+      # Why `piece` cannot go in, or nil.
+      def refusal(piece, mod, target, file)
+        PROVEN.fetch(piece).each do |constant, versions|
+          version = Object.const_get(constant)
+          return "#{constant} #{version} is not proven for #{piece} (#{versions.join(', ')} are)" unless versions.include?(version)
+        end
+        return nil if target.ancestors.include?(mod)
+
+        patched = mod.instance_methods(false) + mod.private_instance_methods(false)
+        patched.each do |name|
+          method = target.instance_method(name)
+          path = method.source_location&.first.to_s
+          next if method.owner == target && path.end_with?("/#{file}")
+
+          return "#{target}##{name} is not the stdlib's (#{method.owner}, #{path})"
+        end
+        nil
+      end
+
+      def take_out(mod)
+        (mod.instance_methods(false) + mod.private_instance_methods(false)).map do |name|
+          method = mod.instance_method(name)
+          private = mod.private_method_defined?(name)
+          mod.send(:remove_method, name)
+          [name, method, private]
+        end
+      end
+
+      def put_back(mod, methods)
+        methods.each do |name, method, private|
+          mod.send(:define_method, name, method)
+          mod.send(:private, name) if private
+        end
+      end
+    end
+  end
+end
+
+RustyStdlib.activate(:net_http, RustyStdlib::NetHttp)

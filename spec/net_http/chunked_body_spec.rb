@@ -1,0 +1,82 @@
+# frozen_string_literal: true
+
+require "zlib"
+require_relative "net_http_helper"
+
+RSpec.describe "Net::HTTPResponse#read_chunked (RustyStdlib::NetHttp :chunked_body)" do
+  include NetHttpHelper
+
+  before do
+    skip "chunked_body not installed: #{RustyStdlib::NetHttp.piece_status[:chunked_body]}" unless NetHttpHelper.piece?(:chunked_body)
+  end
+
+  def chunked(body_chunks, size_lines: nil, trailers: "", gzip: false)
+    head = +"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n"
+    head << "Content-Encoding: gzip\r\n" if gzip
+    lines = body_chunks.each_with_index.map do |chunk, i|
+      "#{size_lines ? size_lines[i] : chunk.bytesize.to_s(16)}\r\n#{chunk}\r\n"
+    end
+    "#{head}\r\n#{lines.join}0\r\n#{trailers}\r\n"
+  end
+
+  # Reads the head and then the body (as #body or through read_body's block), with
+  # Net::BufferedIO's reads cut by `chunks`; returns everything observable.
+  def read_response(text, chunks: [], decode: false, block: false)
+    log = StringIO.new(+"")
+    io = Net::BufferedIO.new(NetHttpHelper::ChunkedIO.new(text.b, chunks), debug_output: log)
+    res = Net::HTTPResponse.read_new(io)
+    res.decode_content = decode
+    segments = []
+    res.reading_body(io, true) do
+      block ? res.read_body { |s| segments << s.dup } : segments << res.body
+    end
+    [res.code, res.to_hash, segments, log.string, io.read_all]
+  end
+
+  bodies = [[], ["a"], ["hello", " ", "world"], ["\xFF\x00".b * 10, "x" * 300], ["\r\n", "0\r\n"]]
+
+  it "reads chunked bodies like the stdlib, as #body and through read_body's block" do
+    NetHttpHelper.sample(bodies.product([false, true]), 3).each do |body, block|
+      expect_codec_parity { read_response(chunked(body), block: block) }
+    end
+  end
+
+  it "reads chunk-size lines like the stdlib, including extensions and bad lines" do
+    size_lines = ["5", "05", "5;ext=1", " 5 ", "x5", "5g", "0x5", "+5", "-5", "", "zz", "5\t;a", "F" * 20,
+                  "0000000000000000000005", "\xFF5"]
+    NetHttpHelper.sample(size_lines, 4).each do |line|
+      expect_codec_parity { read_response(chunked(["hello"], size_lines: [line])) }
+    end
+    expect_codec_parity { read_response(chunked(["a"], trailers: "X-Trailer: 1\r\nY: 2\r\n")) }
+    expect_codec_parity { read_response(chunked(["abc"]).sub("0\r\n\r\n", "")) }
+  end
+
+  it "inflates gzip chunked bodies like the stdlib" do
+    gz = Zlib.gzip("compressed body " * 20)
+    parts = [gz[0, 7], gz[7, 30], gz[37..]]
+    [false, true].each do |block|
+      expect_codec_parity { read_response(chunked(parts, gzip: true), decode: true, block: block) }
+    end
+  end
+
+  it "reads chunked bodies split at every byte boundary like the stdlib" do
+    text = chunked(["hello", "chunked", "x" * 20], trailers: "T: 1\r\n")
+    NetHttpHelper.sample((0..text.bytesize).to_a, 3).each do |split|
+      expect_codec_parity { read_response(text, chunks: [split]) }
+    end
+    expect_codec_parity { read_response(text, chunks: [1] * text.bytesize, block: true) } unless Parity::GC_STRESS
+  end
+
+  it "takes chunk-size lines apart like the stdlib's expressions" do
+    rng = Random.new(NetHttpHelper::SEED + 40)
+    parts = %w[0 1 9 a f A F g G x ; = - +] + [" ", "\t", "\xFF", "\x00"]
+    lines = Array.new(NetHttpHelper.count(2000)) { random_string(rng, parts, 24).b } + ["F" * 16, "F" * 17, "1" + "0" * 16]
+    lines.each do |line|
+      expected = Parity.outcome { (hex = line.slice(/[0-9a-fA-F]+/)) ? hex.hex : false }
+      actual = Parity.outcome(stress: Parity::GC_STRESS) do
+        RustyStdlib::NetHttp::Native.chunk_size(line).then { |len| len.nil? ? line.slice(/[0-9a-fA-F]+/).hex : len }
+      end
+      expect(actual).to eq(expected), "line #{line.inspect}"
+    end
+  end
+end

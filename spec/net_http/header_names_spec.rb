@@ -1,0 +1,64 @@
+# frozen_string_literal: true
+
+require_relative "net_http_helper"
+
+RSpec.describe "Net::HTTPHeader header names (RustyStdlib::NetHttp :header_names)" do
+  include NetHttpHelper
+
+  before do
+    skip "header_names not installed: #{RustyStdlib::NetHttp.piece_status[:header_names]}" unless NetHttpHelper.piece?(:header_names)
+  end
+
+  let(:header) { Net::HTTP::Get.new("/") }
+
+  it "is prepended to Net::HTTPHeader, private, and reaches requests and responses" do
+    expect(Net::HTTP::Get.ancestors).to include(RustyStdlib::NetHttp::HeaderNames)
+    expect(Net::HTTPOK.ancestors).to include(RustyStdlib::NetHttp::HeaderNames)
+    expect(Net::HTTPHeader.private_method_defined?(:capitalize)).to be(true)
+    expect { header.capitalize("a") }.to raise_error(NoMethodError)
+    RustyStdlib::NetHttp.stdlib do
+      expect(Net::HTTPHeader.instance_method(:capitalize).owner).to eq(Net::HTTPHeader)
+    end
+    expect(Net::HTTPHeader.private_method_defined?(:capitalize)).to be(true)
+  end
+
+  names = ["", "-", "---", "a", "content-type", "CONTENT-TYPE", "x-Request-ID", "--a", "a--b--",
+           "www-authenticate", "te", "x_y z", "x1-2y", "\u00df-stra\u00dfe", "\u01c6-x", "\u0131d",
+           "é-É", "\xFF-a", "a\x00-b"]
+  encodings = [Encoding::UTF_8, Encoding::BINARY, Encoding::US_ASCII, Encoding::ISO_8859_1,
+               Encoding::Shift_JIS, Encoding::UTF_16LE]
+
+  it "capitalizes like the stdlib in every encoding" do
+    NetHttpHelper.sample(names.product(encodings)).each do |name, enc|
+      s = name.dup.force_encoding(enc)
+      expect_codec_parity { header.send(:capitalize, s) }
+    end
+  end
+
+  it "capitalizes non-String names like the stdlib" do
+    sub = Class.new(String)
+    odd = +"odd-name"
+    def odd.to_s = "REDEFINED-to_s"
+    [nil, :"content-type", 1, sub.new("sub-class"), odd, Object.new, "frozen-name".freeze].each do |name|
+      expect_codec_parity { header.send(:capitalize, name) }
+    end
+  end
+
+  it "capitalizes seeded random names like the stdlib" do
+    rng = Random.new(NetHttpHelper::SEED + 10)
+    alphabet = ["a", "B", "z", "Z", "0", "-", "-", "_", " ", "é", "\u00df", "\xFF"]
+    NetHttpHelper.count(500).times do
+      s = random_string(rng, alphabet, 12).force_encoding(encodings[rng.rand(encodings.size)])
+      expect_codec_parity { header.send(:capitalize, s) }
+    end
+  end
+
+  it "gives each_capitalized, canonical_each and each_capitalized_name like the stdlib" do
+    req = Net::HTTP::Post.new("/", "x-custom-HEADER" => "1", "set-cookie" => "a")
+    req.add_field("set-cookie", "b")
+    req["ÉTAG-é"] = "x"
+    expect_codec_parity { req.each_capitalized.to_a }
+    expect_codec_parity { req.canonical_each.to_a }
+    expect_codec_parity { req.each_capitalized_name.to_a }
+  end
+end

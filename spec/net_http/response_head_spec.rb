@@ -1,0 +1,132 @@
+# frozen_string_literal: true
+
+require_relative "net_http_helper"
+
+RSpec.describe "Net::HTTPResponse head parsing (RustyStdlib::NetHttp :response_head)" do
+  include NetHttpHelper
+
+  before do
+    skip "response_head not installed: #{RustyStdlib::NetHttp.piece_status[:response_head]}" unless NetHttpHelper.piece?(:response_head)
+  end
+
+  # A socket object of the caller's own that returns UTF-8 lines (not BufferedIO).
+  class NetHttpHelper::LineSock
+    def initialize(text)
+      @lines = text.force_encoding(Encoding::UTF_8).lines
+    end
+
+    def readline
+      readuntil("\n").chomp("\n")
+    end
+
+    def readuntil(_terminator, ignore_eof = false)
+      @lines.shift or (ignore_eof ? +"" : raise(EOFError))
+    end
+  end
+
+  def read_head(io)
+    res = Net::HTTPResponse.read_new(io)
+    [res.class, res.code, res.message, res.http_version, deep(res.to_hash.to_a), res.each_capitalized.to_a]
+  end
+
+  def parse(text, chunks = [])
+    log = StringIO.new(+"")
+    io = Net::BufferedIO.new(NetHttpHelper::ChunkedIO.new(text.b, chunks), debug_output: log)
+    [read_head(io), io.read_all, log.string]
+  end
+
+  status_lines = ["HTTP/1.1 200 OK", "HTTP/1.0 404 Not Found", "http/1.1 301", "HTTP 200 ok", "HTTP/2.0 200  spaced  msg ",
+                  "HTTP/1.1 200 OK\r", "HTTP/1.1 999 Custom", "HTTP/1.1 2000 OK", "HTTP/1.1 20 OK", "HTTP/1. 200 OK",
+                  "HTTP/1.1.1 200", "HTTP/1.1200", " HTTP/1.1 200 OK", "ICY 200 OK", "", "HTTP/1.1 200 \xFF\xFE",
+                  "HTTP/1.1\t100\tContinue", "HTTP/1.1 200\v\f", "HTTP/1.1 200 a\x00b", "HTTP/1.1 5xx Error"]
+  header_blocks = [
+    "Content-Type: text/html\r\nContent-Length: 4\r\n",
+    "X-A:  1\r\n  folded  \r\n\tand tab\r\nX-B:\r\n  \r\n",
+    "Set-Cookie: a=1\r\nSet-Cookie: b=2\r\nset-cookie : c\r\n",
+    "Key : value : more\r\n:empty key\r\nx:\r\n",
+    "\tleading-tab: first\r\nK: v\r\n",
+    " leading-space: first\r\nK: v\r\n",
+    "no colon here\r\n",
+    "\x00: nul\r\nA\x00: b\x00\r\n",
+    "UTF-8-\u00e9: \u00fc\r\nBin: \xFF\xFE\r\n",
+    "A: 1\nB: 2\n",
+    "A:\v1\f\r\n",
+    "",
+  ]
+
+  it "reads status lines like the stdlib, including its errors" do
+    NetHttpHelper.sample(status_lines, 3).each do |line|
+      expect_codec_parity { parse("#{line}\r\nA: b\r\n\r\nbody") }
+      expect_codec_parity { Net::HTTPResponse.send(:read_status_line, Net::BufferedIO.new(StringIO.new("#{line}\n".b))) }
+    end
+  end
+
+  it "reads header blocks like the stdlib, including its errors" do
+    NetHttpHelper.sample(status_lines.first(3).product(header_blocks), 3).each do |status, headers|
+      expect_codec_parity { parse("#{status}\r\n#{headers}\r\nbody") }
+    end
+  end
+
+  it "reads heads split at every byte boundary like the stdlib" do
+    text = "HTTP/1.1 200 OK\r\n#{header_blocks[1]}#{header_blocks[2]}\r\nbody"
+    NetHttpHelper.sample((0..text.bytesize).to_a, 3).each do |split|
+      expect_codec_parity { parse(text, [split]) }
+    end
+    expect_codec_parity { parse(text, [1] * text.bytesize) } unless Parity::GC_STRESS
+  end
+
+  it "reads seeded random heads like the stdlib" do
+    rng = Random.new(NetHttpHelper::SEED + 20)
+    parts = ["HTTP", "/1.1", " ", "\t", "200", "OK", ":", ": ", "Key", "v", "\r\n", "\n", "\r", "\x00", "\xFF", "-"]
+    NetHttpHelper.count(300).times do
+      status = rng.rand(3).zero? ? random_string(rng, parts, 6) : "HTTP/1.1 200 OK"
+      headers = Array.new(rng.rand(5)) { random_string(rng, parts, 6) + "\r\n" }.join
+      chunks = Array.new(3) { rng.rand(1..8) }
+      expect_codec_parity { parse("#{status}\r\n#{headers}\r\nbody", chunks) }
+    end
+  end
+
+  # The stdlib's expressions for one line (each_response_header / read_status_line).
+  def stdlib_header_line(raw)
+    line = raw.sub(/\s+\z/, "")
+    return false if line.empty?
+
+    space = line[0] == " "
+    tab = line[0] == "\t"
+    [space, tab, (line.strip if space || tab), *line.strip.split(/\s*:\s*/, 2).then { |a| a + [nil] * (2 - a.size) }]
+  end
+
+  def stdlib_status_line(str)
+    m = /\AHTTP(?:\/(\d+\.\d+))?\s+(\d\d\d)(?:\s+(.*))?\z/in.match(str)
+    m ? m.captures : false
+  end
+
+  it "takes single lines apart like the stdlib's expressions (many lines, cheap under GC stress)" do
+    rng = Random.new(NetHttpHelper::SEED + 21)
+    parts = ["HTTP", "http", "/1.1", "/1.", "/12.34", " ", "\t", "\v", "\f", "\r", "\n", "200", "2000", "20", "OK",
+             ":", " : ", "Key", "v", "\x00", "\xFF", "-", "."]
+    lines = header_blocks.flat_map { |b| b.b.lines } + status_lines.map(&:b)
+    lines += Array.new(NetHttpHelper.count(3000)) { random_string(rng, parts, 8).b }
+    lines.each do |line|
+      expected = Parity.outcome { [stdlib_header_line(line), stdlib_status_line(line)] }
+      actual = Parity.outcome(stress: Parity::GC_STRESS) do
+        [RustyStdlib::NetHttp::Native.header_line(line), RustyStdlib::NetHttp::Native.status_line(line)]
+      end
+      expect(actual).to eq(expected), "line #{line.inspect}"
+    end
+  end
+
+  it "leaves lines from a caller's own socket object to the stdlib's code" do
+    texts = ["HTTP/1.1 200 \u00e9\r\nA: \u00fc\r\n  more\r\nB: 1\r\n\r\n", "HTTP/1.1 2x\r\n\r\n", "HTTP/1.1 200\r\nbad\r\n\r\n",
+             "HTTP/1.1 200 \xFF\r\nA: \xFF\r\n\r\n"]
+    NetHttpHelper.sample(texts, 2).each do |text|
+      verbose = $VERBOSE
+      $VERBOSE = nil # the stdlib's regexp warns about /n against a UTF-8 string
+      begin
+        expect_codec_parity { read_head(NetHttpHelper::LineSock.new(text.dup)) }
+      ensure
+        $VERBOSE = verbose
+      end
+    end
+  end
+end
