@@ -1,0 +1,73 @@
+//! IDs and symbols looked up once, and the per-class checks both directions need.
+
+use std::ffi::CStr;
+use std::sync::OnceLock;
+
+use magnus::rb_sys::AsRawValue;
+use magnus::{Ruby, Value};
+use rb_sys::{ID, VALUE};
+
+pub struct Ids {
+    pub marshal_dump: ID,
+    pub underscore_dump: ID,
+    pub respond_to: ID,
+    pub respond_to_missing: ID,
+    pub default: ID,
+    pub compare_by_identity_p: ID,
+    /// `:E` and `:encoding`, the ivar names that carry a String's encoding.
+    pub sym_e: VALUE,
+    pub sym_encoding: VALUE,
+}
+
+static IDS: OnceLock<Ids> = OnceLock::new();
+
+fn intern(name: &CStr) -> ID {
+    unsafe { rb_sys::rb_intern(name.as_ptr()) }
+}
+
+pub fn init(_ruby: &Ruby) {
+    IDS.get_or_init(|| Ids {
+        marshal_dump: intern(c"marshal_dump"),
+        underscore_dump: intern(c"_dump"),
+        respond_to: intern(c"respond_to?"),
+        respond_to_missing: intern(c"respond_to_missing?"),
+        default: intern(c"default"),
+        compare_by_identity_p: intern(c"compare_by_identity?"),
+        // Static symbols of interned IDs: immediates that never move or die.
+        sym_e: rb_sys::ID2SYM(intern(c"E")),
+        sym_encoding: rb_sys::ID2SYM(intern(c"encoding")),
+    });
+}
+
+#[inline]
+pub fn ids() -> &'static Ids {
+    // init() runs when the extension loads, before any entry point can be called.
+    IDS.get().expect("marshal ids initialised")
+}
+
+/// MRI's reading of `dump(obj, limit)`'s second argument: nil means no limit (-1), a
+/// Fixnum within `int` is the limit. Anything else (an IO, a Bignum) is for the stdlib.
+pub fn dump_limit(limit: Value) -> Option<i32> {
+    let raw = limit.as_raw();
+    if rb_sys::NIL_P(raw) {
+        return Some(-1);
+    }
+    if !rb_sys::FIXNUM_P(raw) {
+        return None;
+    }
+    let n = unsafe { rb_sys::FIX2LONG(raw) };
+    i32::try_from(n).ok()
+}
+
+/// Whether instances of `klass` (a core class, given one instance `obj`) are dumped by
+/// MRI through the generic path: no `marshal_dump` / `_dump`, and `respond_to?` /
+/// `respond_to_missing?` untouched so that asking runs no Ruby code.
+pub fn plain_dump_class(obj: VALUE, klass: VALUE) -> bool {
+    let ids = ids();
+    unsafe {
+        rb_sys::rb_method_basic_definition_p(klass, ids.respond_to) != 0
+            && rb_sys::rb_method_basic_definition_p(klass, ids.respond_to_missing) != 0
+            && rb_sys::rb_obj_respond_to(obj, ids.marshal_dump, 1) == 0
+            && rb_sys::rb_obj_respond_to(obj, ids.underscore_dump, 1) == 0
+    }
+}

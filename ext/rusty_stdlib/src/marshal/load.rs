@@ -1,0 +1,343 @@
+//! The native `Marshal.load` from a String: the records `dump.rs` writes (nil, true,
+//! false, `i`, `l`, `f`, `"`, `I"`, `:`, `I:`, `;`, `[`, `{`, `}`, `@`), building the
+//! objects MRI builds with the same C calls. Anything else, and any malformed or
+//! truncated input, returns `None` and the stdlib loads the same bytes instead (raising
+//! its own exception where the data is bad).
+//!
+//! GC safety: every heap object we create goes into `links` (MRI's data table) or
+//! `symbols`, two Ruby Arrays held on the stack, before the next allocation; the source
+//! bytes are copied into a Rust buffer first, so a moving GC cannot pull them away.
+
+use std::ffi::CString;
+use std::os::raw::{c_char, c_int, c_long};
+
+use magnus::rb_sys::{AsRawValue, FromRawValue};
+use magnus::{Ruby, Value};
+use rb_sys::VALUE;
+use rusty_core::marshal::{self as core, Reader};
+
+use super::ids::ids;
+
+const MAX_DEPTH: u32 = 1000;
+
+struct Fallback;
+
+type Load<T> = Result<T, Fallback>;
+
+struct Loader<'a> {
+    r: Reader<'a>,
+    /// MRI's `arg->data`: objects by link index.
+    links: VALUE,
+    /// MRI's `arg->symbols`: symbols by symlink index (nil while being read).
+    symbols: VALUE,
+    /// Whether each symbol was read without an encoding ivar (only those can name one).
+    plain_symbols: Vec<bool>,
+    freeze: bool,
+    depth: u32,
+    utf8: c_int,
+    usascii: c_int,
+}
+
+/// The object `source` holds, or `None` when the stdlib must load it.
+pub fn load(_ruby: &Ruby, source: Value, freeze: bool) -> Option<Value> {
+    let raw = source.as_raw();
+    if unsafe { !rb_sys::RB_TYPE_P(raw, rb_sys::ruby_value_type::RUBY_T_STRING) } {
+        return None;
+    }
+    let data = unsafe {
+        let len = rb_sys::RSTRING_LEN(raw) as usize;
+        if len == 0 {
+            Vec::new()
+        } else {
+            std::slice::from_raw_parts(rb_sys::RSTRING_PTR(raw) as *const u8, len).to_vec()
+        }
+    };
+    if data.len() < 2 || data[0] != core::MAJOR || data[1] != core::MINOR {
+        return None;
+    }
+    let links = unsafe { rb_sys::rb_ary_new() };
+    let symbols = unsafe { rb_sys::rb_ary_new() };
+    let mut loader = Loader {
+        r: Reader::new(&data[2..]),
+        links,
+        symbols,
+        plain_symbols: Vec::new(),
+        freeze,
+        depth: 0,
+        utf8: unsafe { rb_sys::rb_utf8_encindex() },
+        usascii: unsafe { rb_sys::rb_usascii_encindex() },
+    };
+    let result = loader.r_object();
+    // The tables must outlive every object they protect.
+    std::hint::black_box((links, symbols));
+    result.ok().map(|v| unsafe { Value::from_raw(v) })
+}
+
+#[inline]
+fn qnil() -> VALUE {
+    rb_sys::Qnil as VALUE
+}
+
+impl Loader<'_> {
+    #[inline]
+    fn byte(&mut self) -> Load<u8> {
+        self.r.byte().ok_or(Fallback)
+    }
+
+    #[inline]
+    fn long(&mut self) -> Load<i64> {
+        self.r.read_long().ok_or(Fallback)
+    }
+
+    #[inline]
+    fn entry(&mut self, v: VALUE) {
+        unsafe { rb_sys::rb_ary_push(self.links, v) };
+    }
+
+    /// MRI's `r_leave` for a finished String: with `freeze`, its interned copy.
+    #[inline]
+    fn leave_string(&self, s: VALUE) -> VALUE {
+        if self.freeze {
+            unsafe { rb_sys::rb_str_to_interned_str(s) }
+        } else {
+            s
+        }
+    }
+
+    fn r_object(&mut self) -> Load<VALUE> {
+        let t = self.byte()?;
+        self.r_object_of(t)
+    }
+
+    fn r_object_of(&mut self, t: u8) -> Load<VALUE> {
+        match t {
+            core::TYPE_NIL => Ok(qnil()),
+            core::TYPE_TRUE => Ok(rb_sys::Qtrue as VALUE),
+            core::TYPE_FALSE => Ok(rb_sys::Qfalse as VALUE),
+            core::TYPE_FIXNUM => {
+                let n = self.long()?;
+                Ok(unsafe { rb_sys::LONG2FIX(n as c_long) })
+            }
+            core::TYPE_FLOAT => {
+                let text = self.r.read_bytes().ok_or(Fallback)?;
+                let d = core::parse_float(text).ok_or(Fallback)?;
+                let v = rb_sys::DBL2NUM(d);
+                self.entry(v);
+                Ok(v)
+            }
+            core::TYPE_BIGNUM => {
+                let sign = self.byte()?;
+                let len = self.long()?;
+                if len < 0 {
+                    return Err(Fallback);
+                }
+                let bytes = self.r.bytes(len as usize * 2).ok_or(Fallback)?;
+                let mut flags = rb_sys::INTEGER_PACK_LITTLE_ENDIAN;
+                if sign == b'-' {
+                    flags |= rb_sys::INTEGER_PACK_NEGATIVE;
+                }
+                let v = unsafe {
+                    rb_sys::rb_integer_unpack(bytes.as_ptr() as *const _, len as _, 2, 0, flags as c_int)
+                };
+                self.entry(v);
+                Ok(v)
+            }
+            core::TYPE_STRING => {
+                let s = self.r_string()?;
+                Ok(self.leave_string(s))
+            }
+            core::TYPE_IVAR => match self.byte()? {
+                core::TYPE_STRING => {
+                    let s = self.r_string()?;
+                    let count = self.long()?;
+                    for _ in 0..count {
+                        let idx = self.r_encoding_ivar()?;
+                        unsafe { rb_sys::rb_enc_associate_index(s, idx) };
+                    }
+                    Ok(self.leave_string(s))
+                }
+                core::TYPE_SYMBOL => self.r_symreal(true),
+                _ => Err(Fallback),
+            },
+            core::TYPE_SYMBOL => self.r_symreal(false),
+            core::TYPE_SYMLINK => self.r_symlink().map(|(sym, _)| sym),
+            core::TYPE_LINK => {
+                let index = self.long()?;
+                let len = unsafe { rb_sys::RARRAY_LEN(self.links) } as i64;
+                if index < 0 || index >= len {
+                    return Err(Fallback);
+                }
+                Ok(unsafe { rb_sys::RARRAY_AREF(self.links, index as isize) })
+            }
+            core::TYPE_ARRAY => {
+                let len = self.long()?;
+                if len < 0 || len as u64 > self.r.remaining() as u64 {
+                    return Err(Fallback);
+                }
+                self.enter()?;
+                let ary = unsafe { rb_sys::rb_ary_new_capa(len as c_long) };
+                self.entry(ary);
+                for _ in 0..len {
+                    let item = self.r_object()?;
+                    unsafe { rb_sys::rb_ary_push(ary, item) };
+                }
+                self.depth -= 1;
+                if self.freeze {
+                    unsafe { rb_sys::rb_obj_freeze(ary) };
+                }
+                Ok(ary)
+            }
+            core::TYPE_HASH | core::TYPE_HASH_DEF => {
+                let len = self.long()?;
+                if len < 0 || len as u64 > self.r.remaining() as u64 / 2 {
+                    return Err(Fallback);
+                }
+                self.enter()?;
+                let hash = unsafe { rb_sys::rb_hash_new() };
+                self.entry(hash);
+                for _ in 0..len {
+                    let key = self.r_object()?;
+                    let value = self.r_object()?;
+                    unsafe { rb_sys::rb_hash_aset(hash, key, value) };
+                }
+                if t == core::TYPE_HASH_DEF {
+                    let ifnone = self.r_object()?;
+                    unsafe { rb_sys::rb_hash_set_ifnone(hash, ifnone) };
+                }
+                self.depth -= 1;
+                if self.freeze {
+                    unsafe { rb_sys::rb_obj_freeze(hash) };
+                }
+                Ok(hash)
+            }
+            _ => Err(Fallback),
+        }
+    }
+
+    #[inline]
+    fn enter(&mut self) -> Load<()> {
+        self.depth += 1;
+        if self.depth > MAX_DEPTH || (self.depth % 64 == 0 && unsafe { rb_sys::ruby_stack_check() } != 0) {
+            return Err(Fallback);
+        }
+        Ok(())
+    }
+
+    /// A `"` record's bytes as a new binary String, entered in the link table.
+    fn r_string(&mut self) -> Load<VALUE> {
+        let bytes = self.r.read_bytes().ok_or(Fallback)?;
+        let s = unsafe { rb_sys::rb_str_new(bytes.as_ptr() as *const c_char, bytes.len() as c_long) };
+        self.entry(s);
+        Ok(s)
+    }
+
+    /// One ivar of a String or Symbol, which must be its encoding: `:E` with true/false,
+    /// or `:encoding` with the name of an encoding this Ruby knows. Returns its index.
+    fn r_encoding_ivar(&mut self) -> Load<c_int> {
+        let ids = ids();
+        let (sym, plain) = self.r_symbol()?;
+        if !plain {
+            return Err(Fallback);
+        }
+        let value = self.r_object()?;
+        if sym == ids.sym_e {
+            if value == rb_sys::Qtrue as VALUE {
+                Ok(self.utf8)
+            } else if value == rb_sys::Qfalse as VALUE {
+                Ok(self.usascii)
+            } else {
+                Err(Fallback)
+            }
+        } else if sym == ids.sym_encoding {
+            if unsafe { !rb_sys::RB_TYPE_P(value, rb_sys::ruby_value_type::RUBY_T_STRING) } {
+                return Err(Fallback);
+            }
+            let name = unsafe {
+                std::slice::from_raw_parts(
+                    rb_sys::RSTRING_PTR(value) as *const u8,
+                    rb_sys::RSTRING_LEN(value) as usize,
+                )
+            };
+            let name = CString::new(name).map_err(|_| Fallback)?;
+            // Finding an encoding may load its library; keep any exception out of Rust.
+            let found = magnus::rb_sys::protect(|| unsafe {
+                rb_sys::rb_int2inum(rb_sys::rb_enc_find_index(name.as_ptr()) as isize)
+            })
+            .map_err(|_| Fallback)?;
+            let idx = unsafe { rb_sys::FIX2LONG(found) } as c_int;
+            if idx < 0 {
+                return Err(Fallback);
+            }
+            Ok(idx)
+        } else {
+            Err(Fallback)
+        }
+    }
+
+    /// A symbol in name position (`:`, `I:` or `;`), and whether it is plain (ASCII,
+    /// no encoding ivar).
+    fn r_symbol(&mut self) -> Load<(VALUE, bool)> {
+        match self.byte()? {
+            core::TYPE_SYMBOL => {
+                let index = self.plain_symbols.len();
+                let sym = self.r_symreal(false)?;
+                Ok((sym, self.plain_symbols[index]))
+            }
+            core::TYPE_IVAR => {
+                if self.byte()? != core::TYPE_SYMBOL {
+                    return Err(Fallback);
+                }
+                Ok((self.r_symreal(true)?, false))
+            }
+            core::TYPE_SYMLINK => self.r_symlink(),
+            _ => Err(Fallback),
+        }
+    }
+
+    fn r_symlink(&mut self) -> Load<(VALUE, bool)> {
+        let index = self.long()?;
+        if index < 0 || index as usize >= self.plain_symbols.len() {
+            return Err(Fallback);
+        }
+        let sym = unsafe { rb_sys::RARRAY_AREF(self.symbols, index as isize) };
+        if rb_sys::NIL_P(sym) {
+            // A link to a symbol still being read: leave that oddity to the stdlib.
+            return Err(Fallback);
+        }
+        Ok((sym, self.plain_symbols[index as usize]))
+    }
+
+    /// MRI's `r_symreal`: the name bytes, then (with `ivar`) its encoding.
+    fn r_symreal(&mut self, ivar: bool) -> Load<VALUE> {
+        let bytes = self.r.read_bytes().ok_or(Fallback)?;
+        let index = self.plain_symbols.len();
+        unsafe { rb_sys::rb_ary_push(self.symbols, qnil()) };
+        let ascii = bytes.is_ascii();
+        self.plain_symbols.push(ascii && !ivar);
+        let mut idx: c_int = -1;
+        if ivar {
+            let count = self.long()?;
+            for _ in 0..count {
+                idx = self.r_encoding_ivar()?;
+            }
+        }
+        let s = unsafe {
+            rb_sys::rb_str_new(bytes.as_ptr() as *const c_char, bytes.len() as c_long)
+        };
+        // Hold it in the symbol slot while we set its encoding (GC safety).
+        unsafe { rb_sys::rb_ary_store(self.symbols, index as c_long, s) };
+        if idx > 0 {
+            unsafe { rb_sys::rb_enc_associate_index(s, idx) };
+            let cr = unsafe { rb_sys::rb_enc_str_coderange(s) };
+            if cr == rb_sys::ruby_coderange_type::RUBY_ENC_CODERANGE_BROKEN as c_int {
+                // MRI raises "invalid byte sequence"; the stdlib will.
+                return Err(Fallback);
+            }
+        } else if ascii {
+            unsafe { rb_sys::rb_enc_associate_index(s, self.usascii) };
+        }
+        let sym = unsafe { rb_sys::rb_str_intern(s) };
+        unsafe { rb_sys::rb_ary_store(self.symbols, index as c_long, sym) };
+        Ok(sym)
+    }
+}

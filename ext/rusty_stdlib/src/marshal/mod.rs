@@ -1,0 +1,51 @@
+//! `Marshal.dump` / `Marshal.load` for the core types that carry most traffic.
+//!
+//! `RustyStdlib::Marshal.native_dump(obj, limit)` returns the dump as a String, or `nil`
+//! when the graph holds anything outside the native subset (then the shim calls the
+//! stdlib's `Marshal.dump` for the whole call). `native_load(source, freeze, fallback)`
+//! returns the loaded object, or `fallback` when the bytes are outside the subset or
+//! malformed in any way (then the shim calls the stdlib on the same input, which also
+//! produces the stdlib's exact exception).
+//!
+//! The decision to fall back never follows a side effect Ruby code could see: the native
+//! dump runs no Ruby code at all, and the native load only allocates core objects and
+//! interns symbols before it gives up.
+
+mod dump;
+mod ids;
+mod load;
+
+use magnus::{function, prelude::*, Error, RModule, Ruby, Value};
+
+pub fn init(ruby: &Ruby, root: RModule) -> Result<(), Error> {
+    let module = root.define_module("Marshal")?;
+    let tables = module.define_class("DumpTables", ruby.class_object())?;
+    tables.undef_default_alloc_func();
+    module.define_singleton_method("native_dump", function!(native_dump, 2))?;
+    module.define_singleton_method("native_load", function!(native_load, 3))?;
+    ids::init(ruby);
+    Ok(())
+}
+
+/// The dump of `obj` with depth `limit` (nil for none), or nil to ask for the stdlib.
+fn native_dump(ruby: &Ruby, obj: Value, limit: Value) -> Value {
+    let limit = match ids::dump_limit(limit) {
+        Some(limit) => limit,
+        None => return ruby.qnil().as_value(),
+    };
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| dump::dump(ruby, obj, limit))) {
+        Ok(Some(bytes)) => ruby.str_from_slice(&bytes).as_value(),
+        _ => ruby.qnil().as_value(),
+    }
+}
+
+/// The object loaded from the String `source`, or `fallback` to ask for the stdlib.
+fn native_load(ruby: &Ruby, source: Value, freeze: Value, fallback: Value) -> Value {
+    let freeze = freeze.to_bool();
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        load::load(ruby, source, freeze)
+    })) {
+        Ok(Some(value)) => value,
+        _ => fallback,
+    }
+}
