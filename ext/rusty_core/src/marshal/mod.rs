@@ -215,7 +215,70 @@ fn shortest_digits(d: f64) -> ([u8; 20], usize, i32) {
     if neg {
         exp = -exp;
     }
-    (digits, nd, exp + 1)
+    let decpt = exp + 1;
+    half_even_tie(d, &mut digits, nd, decpt);
+    (digits, nd, decpt)
+}
+
+/// Where `d` lies exactly halfway between two shortest candidates, `dtoa` keeps the one
+/// with the even last digit, while Rust's formatter rounds half up. Swap to the even one.
+fn half_even_tie(d: f64, digits: &mut [u8; 20], nd: usize, decpt: i32) {
+    if nd == 0 || (digits[nd - 1] - b'0') % 2 == 0 {
+        return;
+    }
+    let bits = d.to_bits();
+    let biased = ((bits >> 52) & 0x7ff) as i32;
+    let frac = bits & ((1u64 << 52) - 1);
+    let (m, e) = if biased == 0 { (frac, -1074) } else { (frac | (1u64 << 52), biased - 1075) };
+    let t = m.trailing_zeros() as i32;
+    let m_odd = (m >> t) as u128;
+    // The candidates are integers at scale 10**q; d*10**q*2 must be an odd integer.
+    let q = nd as i32 - decpt;
+    if t + e + 1 + q != 0 || !(-27..=27).contains(&q) {
+        return;
+    }
+    let twice = if q >= 0 {
+        m_odd * 5u128.pow(q as u32)
+    } else {
+        let p = 5u128.pow((-q) as u32);
+        if m_odd % p != 0 {
+            return;
+        }
+        m_odd / p
+    };
+    let mut r: u128 = 0;
+    for &c in &digits[..nd] {
+        r = r * 10 + (c - b'0') as u128;
+    }
+    let last = nd - 1;
+    if 2 * r > twice {
+        digits[last] -= 1; // odd, so no borrow
+    } else if digits[last] != b'9' {
+        digits[last] += 1;
+    } else {
+        return;
+    }
+    // Keep the swap only if the even candidate reads back as d (it always should).
+    let mut text = [0u8; 48];
+    let mut n = 0;
+    for &c in &digits[..nd] {
+        text[n] = c;
+        n += 1;
+    }
+    text[n] = b'e';
+    n += 1;
+    let exp = decpt - nd as i32;
+    let exp_text = exp.to_string();
+    text[n..n + exp_text.len()].copy_from_slice(exp_text.as_bytes());
+    n += exp_text.len();
+    let back = std::str::from_utf8(&text[..n]).ok().and_then(|s| s.parse::<f64>().ok());
+    if back != Some(d) {
+        if 2 * r > twice {
+            digits[last] += 1;
+        } else {
+            digits[last] -= 1;
+        }
+    }
 }
 
 /// Reads the text of an `f` record, accepting only what MRI's writer produces: "nan",

@@ -113,3 +113,18 @@ fn reader_bytes() {
     assert_eq!(r.read_bytes(), None);
     assert_eq!(Reader::new(&[0xfa]).read_bytes(), None);
 }
+
+#[test]
+fn float_ties_round_half_even_like_dtoa() {
+    // Exactly halfway between two 17-digit candidates; MRI keeps the even digit.
+    let cases = [
+        (0x428921eacf52ff40u64, "3454183008863.9062"),
+        (0xc31aed50192d21f9, "-1894819417507966.2"),
+        (0xc2d149d106a11fe8, "-76034948629631.62"),
+        (0xc2be31ab024fe890, "-33198671286248.562"),
+        (0x430c69c577ef110a, "999699523691041.2"),
+    ];
+    for (bits, want) in cases {
+        assert_eq!(text(f64::from_bits(bits)), want);
+    }
+}

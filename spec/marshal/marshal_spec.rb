@@ -1,0 +1,388 @@
+# frozen_string_literal: true
+
+require_relative "marshal_helper"
+
+RSpec.describe "RustyStdlib::Marshal" do
+  ours = RustyStdlib::Marshal
+  stdlib = MarshalHelper::Stdlib
+  fallback = RustyStdlib::Marshal::FALLBACK
+  stress = Parity::GC_STRESS
+
+  # Dump with both and compare bytes (or the exception); returns the stdlib's bytes.
+  def expect_same_dump(obj, port = MarshalHelper::NOT_GIVEN, limit = MarshalHelper::NOT_GIVEN)
+    expect_parity(MarshalHelper::Stdlib, RustyStdlib::Marshal) do |m|
+      if MarshalHelper::NOT_GIVEN.equal?(port)
+        m.dump(obj)
+      elsif MarshalHelper::NOT_GIVEN.equal?(limit)
+        m.dump(obj, port)
+      else
+        m.dump(obj, port, limit)
+      end
+    end.value
+  end
+
+  # Load with both and compare the whole loaded graph (or the exception).
+  def expect_same_load(bytes, freeze: false)
+    expect_parity(MarshalHelper::Stdlib, RustyStdlib::Marshal) do |m|
+      MarshalHelper.describe(m.load(bytes, freeze: freeze))
+    end
+  end
+
+  def native_dump(obj, limit = nil)
+    RustyStdlib::Marshal.native_dump(obj, limit)
+  end
+
+  def native_load(bytes, freeze: false)
+    RustyStdlib::Marshal.native_load(bytes, freeze, RustyStdlib::Marshal::FALLBACK)
+  end
+
+  shared_s = +"shared"
+  shared_a = [1, shared_s]
+  cyclic_a = []
+  cyclic_a << cyclic_a
+  cyclic_h = {}
+  cyclic_h[:me] = cyclic_h
+  heap_float = 1e300 # not a flonum: a heap object, linked when it appears twice
+
+  native_values = {
+    "nil/true/false" => [nil, true, false],
+    "fixnums at every w_long width" =>
+      [0, 1, -1, 4, 5, -4, -5, 122, 123, -123, -124, 255, 256, -256, -257, 65_535, 65_536, -65_537,
+       2**24, -(2**24), 2**30 - 1, -(2**30)],
+    "fixnums written as bignums" => [2**30, -(2**30) - 1, 2**31, 2**32, -(2**32), 2**62 - 1, -(2**62), [2**40, 2**40]],
+    "bignums" => [2**62, -(2**62) - 1, 2**64, 2**64 - 1, 2**70, -(2**100), 3**200, [2**70] * 3],
+    "floats" => [0.0, -0.0, 1.0, 1.5, -1.5, 100.0, 1e16, 1e15, 123_456_789.0, 0.1, 0.0001, 1e-4, 1e-5, 2.5e-3,
+                 1.0 / 3, Math::PI, 1e100, heap_float, [heap_float, heap_float], 5e-324, Float::MAX, Float::MIN,
+                 Float::INFINITY, -Float::INFINITY, Float::NAN, 2.0**70, [1.5, 1.5, 2.5]],
+    "strings" => ["", "abc", "caf\u00e9", "abc".b, "\xff\xfe".b, "abc".encode("US-ASCII"),
+                  "caf\u00e9".encode("ISO-8859-1"), "\u65e5\u672c".encode("Shift_JIS"), "\u65e5".encode("EUC-JP"),
+                  "hi".encode("UTF-16LE"), "\xff".dup.force_encoding("UTF-8"), "x" * 300, "frozen".freeze,
+                  ["a".encode("Shift_JIS"), "b".encode("Shift_JIS"), "c".encode("EUC-JP"), "d".encode("Shift_JIS")]],
+    "symbols" => [:a, :foo?, :"with space", :"caf\u00e9", "caf\u00e9".encode("ISO-8859-1").to_sym,
+                  "\u65e5".encode("EUC-JP").to_sym, :"dyn_#{rand(1000)}", %i[a b a b c a], [:E, :encoding, "x", "y".encode("Shift_JIS")],
+                  [:"caf\u00e9", :"caf\u00e9", "caf\u00e9".encode("ISO-8859-1").to_sym]],
+    "arrays" => [[], [nil], [1, [2, [3, [4]]]], [shared_s, shared_s, shared_a, shared_a], cyclic_a, Array.new(200) { |i| i }],
+    "hashes" => [{}, { a: 1 }, { "k" => "v", 1 => 2.5, nil => [], [1] => { x: :y } }, { shared_s => shared_s },
+                 Hash.new(5), Hash.new(shared_s).merge!(a: shared_s), Hash.new([]).merge!(b: 1), cyclic_h,
+                 Hash.new(cyclic_a)]
+  }
+
+  describe "dump" do
+    native_values.each do |label, values|
+      it "writes the stdlib's bytes for #{label}, natively" do
+        values.each do |v|
+          expect_same_dump(v)
+          expect(native_dump(v)).not_to be_nil, "fell back for #{v.inspect}"
+        end
+      end
+    end
+
+    it "numbers links and symlinks as MRI does across a mixed graph" do
+      s = +"s"
+      sj = "j".encode("Shift_JIS")
+      v = [s, :a, [s, :a, sj, :b], { s => sj, "t".encode("EUC-JP") => :a }, sj, 1.5, 1.5, 2**70, s, :b]
+      expect_same_dump(v)
+      expect(native_dump(v)).not_to be_nil
+    end
+
+    it "writes every float exactly as the stdlib (random bit patterns)" do
+      rng = Random.new(Kernel.rand(2**32))
+      floats = Array.new(stress ? 100 : 4000) { [rng.rand(2**64)].pack("Q").unpack1("D") }
+      floats += Array.new(stress ? 50 : 1000) { rng.rand * 10**rng.rand(-30..30) }
+      ours_bytes = floats.map { |f| native_dump(f) }
+      expect(ours_bytes).to eq(floats.map { |f| stdlib.dump(f) })
+    end
+
+    it "honours the depth limit like the stdlib" do
+      values = [1, [], [1], [[1]], { a: [1] }, "str", "sj".encode("Shift_JIS"), :"caf\u00e9", [2**70], Hash.new(1)]
+      values.each do |v|
+        [-1, 0, 1, 2, 3, 4].each { |limit| expect_same_dump(v, limit) }
+      end
+      expect(native_dump([[1]], 3)).not_to be_nil
+      expect { ours.dump([[1]], 2) }.to raise_error(ArgumentError, "exceed depth limit")
+    end
+
+    it "treats the second argument as MRI does (limit, IO, nil, bignum)" do
+      expect_same_dump([1], nil)
+      expect_same_dump([1], 2**40)
+      expect_same_dump([1], nil, 3)
+      expect_same_dump([1], 2**31)
+      io_ours = StringIO.new(+"")
+      io_std = StringIO.new(+"")
+      expect(ours.dump([1, "a"], io_ours)).to equal(io_ours)
+      stdlib.dump([1, "a"], io_std)
+      expect(io_ours.string).to eq(io_std.string)
+      io_ours = StringIO.new(+"")
+      io_std = StringIO.new(+"")
+      ours.dump([1, "a"], io_ours, 5)
+      stdlib.dump([1, "a"], io_std, 5)
+      expect(io_ours.string).to eq(io_std.string)
+    end
+
+    it "returns a fresh binary String" do
+      out = ours.dump("x")
+      expect(out.encoding).to eq(Encoding::BINARY)
+      expect(out).not_to be_frozen
+    end
+  end
+
+  describe "dump falls back to the stdlib for the whole call" do
+    point = Struct.new(:x, :y)
+    stub_const_name = "RustyMarshalSpecPoint"
+    Object.const_set(stub_const_name, point) unless Object.const_defined?(stub_const_name)
+    sub_s = Class.new(String)
+    Object.const_set(:RustyMarshalSpecString, sub_s) unless Object.const_defined?(:RustyMarshalSpecString)
+    sub_a = Class.new(Array)
+    Object.const_set(:RustyMarshalSpecArray, sub_a) unless Object.const_defined?(:RustyMarshalSpecArray)
+    sub_h = Class.new(Hash)
+    Object.const_set(:RustyMarshalSpecHash, sub_h) unless Object.const_defined?(:RustyMarshalSpecHash)
+    ext_mod = Module.new
+    Object.const_set(:RustyMarshalSpecExt, ext_mod) unless Object.const_defined?(:RustyMarshalSpecExt)
+
+    with_ivar = +"iv"
+    with_ivar.instance_variable_set(:@note, 1)
+    ary_ivar = [1]
+    ary_ivar.instance_variable_set(:@n, 2)
+    extended = (+"e").extend(RustyMarshalSpecExt)
+    singleton = +"s"
+    singleton.define_singleton_method(:hi) { 1 }
+    cases = {
+      "a plain Object" => Object.new,
+      "a Struct" => RustyMarshalSpecPoint.new(1, [2]),
+      "String/Array/Hash subclasses" => [RustyMarshalSpecString.new("x"), RustyMarshalSpecArray.new([1]),
+                                         RustyMarshalSpecHash.new.merge!(a: 1)],
+      "a string with an ivar" => [1, with_ivar],
+      "an array with an ivar" => ary_ivar,
+      "an extended object" => [extended],
+      "an object with singleton methods" => [singleton],
+      "a compare_by_identity hash" => [{}.compare_by_identity.merge!("a" => 1)],
+      "a hash with a default proc" => [Hash.new { |h, k| h[k] = 1 }],
+      "a ruby2_keywords hash" => [Hash.ruby2_keywords_hash({ a: 1 })],
+      "a top-level ruby2_keywords hash" => Hash.ruby2_keywords_hash({ a: 1 }),
+      "Range, Regexp, Class, Module, Time, Rational, Complex" =>
+        [1..2, /re/i, String, Kernel, Time.at(0, in: "UTC"), Rational(1, 3), Complex(1, 2)],
+      "unsupported things deep inside supported ones" => [[{ a: [1, 2, Object.new] }]],
+      "an undumpable object" => [1, proc {}],
+      "an anonymous class" => [Class.new]
+    }
+    cases.each do |label, v|
+      it "gives the stdlib's result for #{label}" do
+        expect(native_dump(v)).to be_nil
+        expect_same_dump(v)
+      end
+    end
+
+    it "gives the stdlib's result for very deep nesting" do
+      deep = []
+      1500.times { deep = [deep] }
+      expect(native_dump(deep)).to be_nil
+      expect_same_dump(deep)
+      shallow = []
+      900.times { shallow = [shallow] }
+      expect(native_dump(shallow)).not_to be_nil
+      expect_same_dump(shallow)
+    end
+
+    it "does not crash on absurd nesting (stdlib: SystemStackError)" do
+      deep = []
+      100_000.times { deep = [deep] }
+      expected = begin
+        stdlib.dump(deep)
+      rescue SystemStackError => e
+        e.class
+      end
+      actual = begin
+        ours.dump(deep)
+      rescue SystemStackError => e
+        e.class
+      end
+      expect(actual).to eq(expected)
+    end
+
+    it "respects dump hooks defined on core classes" do
+      String.class_eval do
+        def _dump(_level) = "custom"
+        def self._load(str) = new(str)
+      end
+      begin
+        expect(native_dump(["x"])).to be_nil
+        expect_same_dump(["x"])
+      ensure
+        String.class_eval do
+          remove_method :_dump
+          singleton_class.remove_method :_load
+        end
+      end
+      expect(native_dump(["x"])).not_to be_nil
+    end
+  end
+
+  describe "load" do
+    native_values.each do |label, values|
+      it "loads the stdlib's bytes for #{label} into the same objects, natively" do
+        values.each do |v|
+          bytes = stdlib.dump(v)
+          expect(native_load(bytes)).not_to equal(fallback), "fell back for #{v.inspect}"
+          next if stress && bytes.bytesize > 80 # GC.stress makes every allocation a full GC
+
+          expect_same_load(bytes)
+          expect_same_load(bytes, freeze: true)
+        end
+      end
+    end
+
+    it "preserves shared references and freezes like the stdlib" do
+      s = +"s"
+      bytes = stdlib.dump([s, s, { s => s }, [s], Hash.new(s)])
+      expect_same_load(bytes)
+      expect_same_load(bytes, freeze: true)
+      loaded = ours.load(bytes)
+      expect(loaded[0]).to equal(loaded[1])
+      expect(loaded[3][0]).to equal(loaded[0])
+    end
+
+    it "accepts records MRI reads but does not write (4-byte i, short bignums, T/F ivars)" do
+      [
+        "\x04\bi\x04\xff\xff\xff\xff", "\x04\bi\xfc\x00\x00\x00\x80", "\x04\bl+\x00", "\x04\bl-\x06\x01\x00",
+        "\x04\bl+\a\x01\x00\x00\x00\x00\x00\x00\x00", "\x04\bI\"\x06a\x00", "\x04\bI\"\x06a\a:\x06ET:\x06EF",
+        "\x04\b[\x06i\x06trailing", "\x04\b\"\x06\xff", "\x04\bI\"\x06a\x06:\rencoding\"\nUTF-8",
+        "\x04\bI\"\x06a\x06:\rencoding\"\x0fASCII-8BIT", "\x04\bf\x061", "\x04\bf\a-0", "\x04\bf\x0a1.5e-7"
+      ].each do |bytes|
+        expect_same_load(bytes.b)
+        expect_same_load(bytes.b, freeze: true)
+      end
+    end
+
+    it "gives the stdlib's exception for truncated input" do
+      values = [[1, 2**70, 1.5, "caf\u00e9", :sym, { a: "x".encode("Shift_JIS") }, Hash.new(3)], "abc", 2**100, :"caf\u00e9"]
+      values = values.drop(1) if stress
+      values.each do |v|
+        bytes = stdlib.dump(v)
+        (0...bytes.bytesize).each do |n|
+          outcome = expect_same_load(bytes.byteslice(0, n))
+          expect(outcome.raised).to be(true)
+        end
+      end
+      expect_same_load("")
+      expect_same_load("\x04")
+    end
+
+    it "gives the stdlib's result for bad version bytes" do
+      ["\x04\x09i\x06", "\x03\x08i\x06", "\x05\x00i\x06", "\x04\x07i\x06", "\x04\x00[\x00"].each do |bytes|
+        expect_same_load(bytes.b)
+        warnings = [stdlib, ours].map do |m|
+          captured = StringIO.new
+          $stderr = captured
+          begin
+            m.load(bytes.b)
+          rescue StandardError
+            nil
+          ensure
+            $stderr = STDERR
+          end
+          captured.string
+        end
+        expect(warnings[1]).to eq(warnings[0])
+      end
+      expect(native_load("\x04\x07i\x06".b)).to equal(fallback)
+    end
+
+    it "gives the stdlib's result for mutated bytes" do
+      rng = Random.new(Kernel.rand(2**32))
+      gen = MarshalHelper::GraphGenerator.new(rng, 25)
+      replacements = [0, *5..127, *0x85..0xfb].freeze
+      (stress ? 5 : 60).times do
+        bytes = stdlib.dump(gen.send(:node, 0))
+        (stress ? 3 : 10).times do
+          mutated = bytes.dup
+          pos = rng.rand(2...mutated.bytesize) if mutated.bytesize > 2
+          next unless pos
+
+          mutated.setbyte(pos, replacements[rng.rand(replacements.size)])
+          expect_same_load(mutated)
+        end
+      end
+    end
+
+    it "falls back for unsupported records and load options" do
+      values = [Object.new.tap { |o| o.instance_variable_set(:@a, [1]) }, 1..2, /re/, String, Kernel,
+                Time.at(0, in: "UTC"), Rational(1, 2), [+"x"].tap { |a| a.instance_variable_set(:@i, 1) },
+                {}.compare_by_identity, Hash.ruby2_keywords_hash({ a: 1 }),
+                (+"iv").tap { |s| s.instance_variable_set(:@x, 1) }]
+      values.each do |v|
+        bytes = stdlib.dump(v)
+        expect(native_load(bytes)).to equal(fallback)
+        expect_parity(stdlib, ours) { |m| MarshalHelper.describe(m.load(bytes)).to_s }
+      end
+      bytes = stdlib.dump([1, "a", [2]])
+      seen_std = []
+      seen_ours = []
+      stdlib.load(bytes, ->(x) { seen_std << x.inspect; x })
+      ours.load(bytes, ->(x) { seen_ours << x.inspect; x })
+      expect(seen_ours).to eq(seen_std)
+      expect(ours.load(StringIO.new(bytes))).to eq(stdlib.load(StringIO.new(bytes)))
+      expect_parity(stdlib, ours) { |m| m.load(12) }
+      expect_parity(stdlib, ours) { |m| m.load(nil) }
+    end
+
+    it "does not crash on absurd nesting" do
+      deep = "\x04\b#{"[\x06" * 100_000}[\x00".b
+      expected = begin
+        stdlib.load(deep).class
+      rescue SystemStackError => e
+        e.class
+      end
+      actual = begin
+        ours.load(deep).class
+      rescue SystemStackError => e
+        e.class
+      end
+      expect(actual).to eq(expected)
+      medium = "\x04\b#{"[\x06" * 1500}[\x00".b
+      expect(native_load(medium)).to equal(fallback)
+      expect_same_load(medium) unless stress # 1000 arrays under GC.stress before falling back
+    end
+  end
+
+  describe "random object graphs" do
+    it "dump and load like the stdlib, both ways" do
+      rng = Random.new(Kernel.rand(2**32))
+      (stress ? 12 : 300).times do
+        gen = MarshalHelper::GraphGenerator.new(rng, stress ? 15 : 60)
+        graph = gen.generate
+        std_bytes = expect_same_dump(graph)
+        expect(native_dump(graph)).not_to be_nil
+        expect_same_load(std_bytes)
+        expect_same_load(std_bytes, freeze: true)
+        expect(native_load(std_bytes)).not_to equal(fallback)
+      end
+    end
+  end
+
+  describe "the shim" do
+    it "is installed on this Ruby and reaches the native code" do
+      expect(RustyStdlib.installed).to include(:marshal)
+      expect(Marshal.singleton_class.ancestors.first).to eq(RustyStdlib::Marshal::Overrides)
+    end
+
+    it "routes Marshal.dump / load / restore through ours with the stdlib's results" do
+      v = [1, "a", { b: 2**70 }, 1.5]
+      bytes = Marshal.dump(v)
+      expect(bytes).to eq(stdlib.dump(v))
+      expect(Marshal.load(bytes)).to eq(v)
+      expect(Marshal.restore(bytes)).to eq(v)
+      expect(Marshal.load(bytes, freeze: true)).to be_frozen
+      expect(Marshal.restore(bytes, nil, freeze: true)).to be_frozen
+      expect(Marshal.dump(v, 3)).to eq(stdlib.dump(v, 3))
+      expect { Marshal.dump(v, 1) }.to raise_error(ArgumentError, "exceed depth limit")
+      expect { Marshal.dump(v, nil) }.to raise_error(TypeError, "instance of IO needed")
+      expect(Marshal.dump({ a: 1 })).to eq(stdlib.dump({ a: 1 }))
+      expect(Marshal.load(bytes, proc { |x| x })).to eq(v)
+    end
+
+    it "keeps the stdlib reachable" do
+      expect(ours.stdlib_dump(:x)).to eq("\x04\b:\x06x".b)
+      expect(ours.stdlib_restore("\x04\bi\x06".b)).to eq(1)
+    end
+  end
+end
