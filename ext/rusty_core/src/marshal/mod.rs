@@ -223,13 +223,17 @@ fn shortest_digits(d: f64) -> ([u8; 20], usize, i32) {
 /// Where `d` lies exactly halfway between two shortest candidates, `dtoa` keeps the one
 /// with the even last digit, while Rust's formatter rounds half up. Swap to the even one.
 fn half_even_tie(d: f64, digits: &mut [u8; 20], nd: usize, decpt: i32) {
-    if nd == 0 || (digits[nd - 1] - b'0') % 2 == 0 {
+    if nd == 0 || (digits[nd - 1] - b'0').is_multiple_of(2) {
         return;
     }
     let bits = d.to_bits();
     let biased = ((bits >> 52) & 0x7ff) as i32;
     let frac = bits & ((1u64 << 52) - 1);
-    let (m, e) = if biased == 0 { (frac, -1074) } else { (frac | (1u64 << 52), biased - 1075) };
+    let (m, e) = if biased == 0 {
+        (frac, -1074)
+    } else {
+        (frac | (1u64 << 52), biased - 1075)
+    };
     let t = m.trailing_zeros() as i32;
     let m_odd = (m >> t) as u128;
     // The candidates are integers at scale 10**q; d*10**q*2 must be an odd integer.
@@ -241,7 +245,7 @@ fn half_even_tie(d: f64, digits: &mut [u8; 20], nd: usize, decpt: i32) {
         m_odd * 5u128.pow(q as u32)
     } else {
         let p = 5u128.pow((-q) as u32);
-        if m_odd % p != 0 {
+        if !m_odd.is_multiple_of(p) {
             return;
         }
         m_odd / p
@@ -271,7 +275,9 @@ fn half_even_tie(d: f64, digits: &mut [u8; 20], nd: usize, decpt: i32) {
     let exp_text = exp.to_string();
     text[n..n + exp_text.len()].copy_from_slice(exp_text.as_bytes());
     n += exp_text.len();
-    let back = std::str::from_utf8(&text[..n]).ok().and_then(|s| s.parse::<f64>().ok());
+    let back = std::str::from_utf8(&text[..n])
+        .ok()
+        .and_then(|s| s.parse::<f64>().ok());
     if back != Some(d) {
         if 2 * r > twice {
             digits[last] += 1;

@@ -30,8 +30,32 @@ fn long_encoding_matches_mri() {
 
 #[test]
 fn long_round_trips() {
-    let samples = [0i64, 1, -1, 4, 5, -4, -5, 122, 123, -123, -124, 255, 256, -255, -256, -257,
-        65535, 65536, -65536, -65537, 1 << 24, -(1 << 24), i32::MAX as i64, i32::MIN as i64];
+    let samples = [
+        0i64,
+        1,
+        -1,
+        4,
+        5,
+        -4,
+        -5,
+        122,
+        123,
+        -123,
+        -124,
+        255,
+        256,
+        -255,
+        -256,
+        -257,
+        65535,
+        65536,
+        -65536,
+        -65537,
+        1 << 24,
+        -(1 << 24),
+        i32::MAX as i64,
+        i32::MIN as i64,
+    ];
     for x in samples {
         let bytes = long(x);
         let mut r = Reader::new(&bytes);
@@ -87,8 +111,22 @@ fn float_text_matches_mri_layout() {
 
 #[test]
 fn parse_float_reads_what_we_write() {
-    let samples = [1.5, 100.0, 0.1, 1e-5, -1.25e-7, 1e300, 5e-324, f64::MAX, 12.0, 0.0025,
-        -0.0, 0.0, 3.141592653589793, 2.2250738585072014e-308];
+    let samples = [
+        1.5,
+        100.0,
+        0.1,
+        1e-5,
+        -1.25e-7,
+        1e300,
+        5e-324,
+        f64::MAX,
+        12.0,
+        0.0025,
+        -0.0,
+        0.0,
+        std::f64::consts::PI,
+        2.2250738585072014e-308,
+    ];
     for d in samples {
         let t = text(d);
         let back = parse_float(t.as_bytes()).unwrap();
@@ -100,8 +138,22 @@ fn parse_float_reads_what_we_write() {
 
 #[test]
 fn parse_float_rejects_the_unusual() {
-    for bad in [&b""[..], b"1.", b".5", b"1e", b"0x1p3", b" 1", b"1\x00ab", b"+1", b"1e+5",
-        b"infinity", b"NaN", b"123456789012345678", b"1e12345", b"-"] {
+    for bad in [
+        &b""[..],
+        b"1.",
+        b".5",
+        b"1e",
+        b"0x1p3",
+        b" 1",
+        b"1\x00ab",
+        b"+1",
+        b"1e+5",
+        b"infinity",
+        b"NaN",
+        b"123456789012345678",
+        b"1e12345",
+        b"-",
+    ] {
         assert_eq!(parse_float(bad), None, "{:?}", String::from_utf8_lossy(bad));
     }
 }

@@ -313,7 +313,9 @@ impl Dumper<'_> {
                 self.depth -= 1;
                 Ok(())
             }
-            T::RUBY_T_HASH if klass == unsafe { rb_sys::rb_cHash } => self.w_hash(obj, klass, limit),
+            T::RUBY_T_HASH if klass == unsafe { rb_sys::rb_cHash } => {
+                self.w_hash(obj, klass, limit)
+            }
             T::RUBY_T_FLOAT if klass == unsafe { rb_sys::rb_cFloat } => {
                 self.check_class(CHECK_FLOAT, obj, klass)?;
                 self.remember(obj);
@@ -333,7 +335,9 @@ impl Dumper<'_> {
     #[inline]
     fn enter(&mut self) -> Step {
         self.depth += 1;
-        if self.depth > MAX_DEPTH || (self.depth % 64 == 0 && unsafe { rb_sys::ruby_stack_check() } != 0) {
+        if self.depth > MAX_DEPTH
+            || (self.depth.is_multiple_of(64) && unsafe { rb_sys::ruby_stack_check() } != 0)
+        {
             return Err(Fallback);
         }
         Ok(())
@@ -399,10 +403,18 @@ impl Dumper<'_> {
         let ifnone = unsafe { rb_sys::rb_funcall(obj, ids.default, 0) };
         self.remember(obj);
         self.enter()?;
-        self.out.push(if rb_sys::NIL_P(ifnone) { core::TYPE_HASH } else { core::TYPE_HASH_DEF });
+        self.out.push(if rb_sys::NIL_P(ifnone) {
+            core::TYPE_HASH
+        } else {
+            core::TYPE_HASH_DEF
+        });
         let size = unsafe { rb_sys::RHASH_SIZE(obj) };
         self.w_long(size as i64);
-        let mut walk = HashWalk { dumper: self, limit, failed: false };
+        let mut walk = HashWalk {
+            dumper: self,
+            limit,
+            failed: false,
+        };
         unsafe {
             rb_sys::rb_hash_foreach(obj, Some(hash_each), &mut walk as *mut HashWalk as VALUE);
         }
@@ -438,7 +450,11 @@ impl Dumper<'_> {
             EncName::None => Ok(()),
             EncName::UsAscii | EncName::Utf8 => {
                 self.w_symbol(ids.sym_e)?;
-                self.out.push(if matches!(enc, EncName::Utf8) { core::TYPE_TRUE } else { core::TYPE_FALSE });
+                self.out.push(if matches!(enc, EncName::Utf8) {
+                    core::TYPE_TRUE
+                } else {
+                    core::TYPE_FALSE
+                });
                 Ok(())
             }
             EncName::Other(idx) => {

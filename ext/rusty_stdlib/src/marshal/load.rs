@@ -137,7 +137,13 @@ impl Loader<'_> {
                     flags |= rb_sys::INTEGER_PACK_NEGATIVE;
                 }
                 let v = unsafe {
-                    rb_sys::rb_integer_unpack(bytes.as_ptr() as *const _, len as _, 2, 0, flags as c_int)
+                    rb_sys::rb_integer_unpack(
+                        bytes.as_ptr() as *const _,
+                        len as _,
+                        2,
+                        0,
+                        flags as c_int,
+                    )
                 };
                 self.entry(v);
                 Ok(v)
@@ -217,7 +223,9 @@ impl Loader<'_> {
     #[inline]
     fn enter(&mut self) -> Load<()> {
         self.depth += 1;
-        if self.depth > MAX_DEPTH || (self.depth % 64 == 0 && unsafe { rb_sys::ruby_stack_check() } != 0) {
+        if self.depth > MAX_DEPTH
+            || (self.depth.is_multiple_of(64) && unsafe { rb_sys::ruby_stack_check() } != 0)
+        {
             return Err(Fallback);
         }
         Ok(())
@@ -226,7 +234,8 @@ impl Loader<'_> {
     /// A `"` record's bytes as a new binary String, entered in the link table.
     fn r_string(&mut self) -> Load<VALUE> {
         let bytes = self.r.read_bytes().ok_or(Fallback)?;
-        let s = unsafe { rb_sys::rb_str_new(bytes.as_ptr() as *const c_char, bytes.len() as c_long) };
+        let s =
+            unsafe { rb_sys::rb_str_new(bytes.as_ptr() as *const c_char, bytes.len() as c_long) };
         self.entry(s);
         Ok(s)
     }
@@ -321,9 +330,8 @@ impl Loader<'_> {
                 idx = self.r_encoding_ivar()?;
             }
         }
-        let s = unsafe {
-            rb_sys::rb_str_new(bytes.as_ptr() as *const c_char, bytes.len() as c_long)
-        };
+        let s =
+            unsafe { rb_sys::rb_str_new(bytes.as_ptr() as *const c_char, bytes.len() as c_long) };
         // Hold it in the symbol slot while we set its encoding (GC safety).
         unsafe { rb_sys::rb_ary_store(self.symbols, index as c_long, s) };
         if idx > 0 {

@@ -33,7 +33,9 @@ fn native_dump(ruby: &Ruby, obj: Value, limit: Value) -> Value {
         Some(limit) => limit,
         None => return ruby.qnil().as_value(),
     };
-    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| dump::dump(ruby, obj, limit))) {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        dump::dump(ruby, obj, limit)
+    })) {
         Ok(Some(bytes)) => ruby.str_from_slice(&bytes).as_value(),
         _ => ruby.qnil().as_value(),
     }
