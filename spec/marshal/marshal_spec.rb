@@ -256,12 +256,25 @@ RSpec.describe "RustyStdlib::Marshal" do
       [
         "\x04\bi\x04\xff\xff\xff\xff", "\x04\bi\xfc\x00\x00\x00\x80", "\x04\bl+\x00", "\x04\bl-\x06\x01\x00",
         "\x04\bl+\a\x01\x00\x00\x00\x00\x00\x00\x00", "\x04\bI\"\x06a\x00", "\x04\bI\"\x06a\a:\x06ET:\x06EF",
-        "\x04\b[\x06i\x06trailing", "\x04\b\"\x06\xff", "\x04\bI\"\x06a\x06:\rencoding\"\nUTF-8",
+        "\x04\b[\x06i\x06trailing", "\x04\bI\"\x06a\x06:\x06Ei\x06", "\x04\bI\"\x06a\x06:\x06E0",
+        "\x04\bI\"\x06a\a:\rencoding\"\x0eShift_JIS:\x06ET", "\x04\bI\"\x06a\x06:\rencoding\"\x0cUnknown",
+        "\x04\bI\"\x06a\x06:\x06xT", "\x04\bI\"\x06\xff\x06:\x06ET", "\x04\bI:\x06\xff\x06:\x06ET", "\x04\b\"\x06\xff", "\x04\bI\"\x06a\x06:\rencoding\"\nUTF-8",
         "\x04\bI\"\x06a\x06:\rencoding\"\x0fASCII-8BIT", "\x04\bf\x061", "\x04\bf\a-0", "\x04\bf\x0a1.5e-7"
       ].each do |bytes|
         expect_same_load(bytes.b)
         expect_same_load(bytes.b, freeze: true)
       end
+    end
+
+    it "creates symbols it has not seen, like the stdlib" do
+      name = "rusty_never_seen_#{Process.pid}_#{rand(1 << 30)}"
+      bytes = "\x04\b[\a:#{(name.bytesize + 5).chr}#{name}I:#{(name.bytesize + 7).chr}#{name}\xC3\xA9\x06:\x06ET".b
+      loaded = ours.load(bytes) # ours first: the symbols do not exist yet
+      expect(native_load(bytes)).not_to equal(fallback)
+      expect(loaded.map(&:encoding)).to eq([Encoding::US_ASCII, Encoding::UTF_8])
+      expect(loaded.map(&:to_s)).to eq([name, "#{name}\u00e9"])
+      expect(stdlib.load(bytes)).to eq(loaded)
+      expect_same_load(bytes)
     end
 
     it "gives the stdlib's exception for truncated input" do

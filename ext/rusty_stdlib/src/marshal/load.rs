@@ -10,6 +10,7 @@
 
 use std::ffi::CString;
 use std::os::raw::{c_char, c_int, c_long};
+use std::sync::OnceLock;
 
 use magnus::rb_sys::{AsRawValue, FromRawValue};
 use magnus::{Ruby, Value};
@@ -71,6 +72,35 @@ pub fn load(_ruby: &Ruby, source: Value, freeze: bool) -> Option<Value> {
     // The tables must outlive every object they protect.
     std::hint::black_box((links, symbols));
     result.ok().map(|v| unsafe { Value::from_raw(v) })
+}
+
+extern "C" {
+    fn dlsym(handle: *mut std::ffi::c_void, symbol: *const c_char) -> *mut std::ffi::c_void;
+}
+
+type HashNewCapa = unsafe extern "C" fn(c_long) -> VALUE;
+
+/// `rb_hash_new_capa` (3.2+) or `rb_hash_new_with_size` (3.1), which MRI's loader uses
+/// to size hashes; plain `rb_hash_new` if neither is exported.
+fn new_hash(len: i64) -> VALUE {
+    static CAPA: OnceLock<Option<HashNewCapa>> = OnceLock::new();
+    let capa = CAPA.get_or_init(|| {
+        for name in [c"rb_hash_new_capa", c"rb_hash_new_with_size"] {
+            // SAFETY: RTLD_DEFAULT (null) searches the loaded libruby; both functions
+            // take one integer and return a VALUE.
+            let f = unsafe { dlsym(std::ptr::null_mut(), name.as_ptr()) };
+            if !f.is_null() {
+                return Some(unsafe {
+                    std::mem::transmute::<*mut std::ffi::c_void, HashNewCapa>(f)
+                });
+            }
+        }
+        None
+    });
+    match capa {
+        Some(f) => unsafe { f(len as c_long) },
+        None => unsafe { rb_sys::rb_hash_new() },
+    }
 }
 
 #[inline]
@@ -154,12 +184,7 @@ impl Loader<'_> {
             }
             core::TYPE_IVAR => match self.byte()? {
                 core::TYPE_STRING => {
-                    let s = self.r_string()?;
-                    let count = self.long()?;
-                    for _ in 0..count {
-                        let idx = self.r_encoding_ivar()?;
-                        unsafe { rb_sys::rb_enc_associate_index(s, idx) };
-                    }
+                    let s = self.r_string_with_ivars()?;
                     Ok(self.leave_string(s))
                 }
                 core::TYPE_SYMBOL => self.r_symreal(true),
@@ -199,7 +224,7 @@ impl Loader<'_> {
                     return Err(Fallback);
                 }
                 self.enter()?;
-                let hash = unsafe { rb_sys::rb_hash_new() };
+                let hash = new_hash(len);
                 self.entry(hash);
                 for _ in 0..len {
                     let key = self.r_object()?;
@@ -240,6 +265,52 @@ impl Loader<'_> {
         Ok(s)
     }
 
+    /// An `I"` record: the bytes, then ivars that must all be encodings. The common
+    /// `E true/false` first ivar creates the String in its encoding at once; MRI's order
+    /// of link entries is kept (the String before any `encoding` name String).
+    fn r_string_with_ivars(&mut self) -> Load<VALUE> {
+        let bytes = self.r.read_bytes().ok_or(Fallback)?;
+        let count = self.long()?;
+        let ptr = bytes.as_ptr() as *const c_char;
+        let len = bytes.len() as c_long;
+        let ids = ids();
+        let mut done = 0;
+        let s = if count > 0 {
+            let (sym, plain) = self.r_symbol()?;
+            if !plain {
+                return Err(Fallback);
+            }
+            done = 1;
+            if sym == ids.sym_e {
+                let s = match self.byte()? {
+                    core::TYPE_TRUE => unsafe { rb_sys::rb_utf8_str_new(ptr, len) },
+                    core::TYPE_FALSE => unsafe { rb_sys::rb_usascii_str_new(ptr, len) },
+                    _ => return Err(Fallback),
+                };
+                self.entry(s);
+                s
+            } else if sym == ids.sym_encoding {
+                let s = unsafe { rb_sys::rb_str_new(ptr, len) };
+                self.entry(s);
+                let value = self.r_object()?;
+                let idx = self.encoding_index_named(value)?;
+                unsafe { rb_sys::rb_enc_associate_index(s, idx) };
+                s
+            } else {
+                return Err(Fallback);
+            }
+        } else {
+            let s = unsafe { rb_sys::rb_str_new(ptr, len) };
+            self.entry(s);
+            s
+        };
+        for _ in done..count {
+            let idx = self.r_encoding_ivar()?;
+            unsafe { rb_sys::rb_enc_associate_index(s, idx) };
+        }
+        Ok(s)
+    }
+
     /// One ivar of a String or Symbol, which must be its encoding: `:E` with true/false,
     /// or `:encoding` with the name of an encoding this Ruby knows. Returns its index.
     fn r_encoding_ivar(&mut self) -> Load<c_int> {
@@ -258,6 +329,15 @@ impl Loader<'_> {
                 Err(Fallback)
             }
         } else if sym == ids.sym_encoding {
+            self.encoding_index_named(value)
+        } else {
+            Err(Fallback)
+        }
+    }
+
+    /// The index of the encoding a loaded `encoding` ivar value names.
+    fn encoding_index_named(&self, value: VALUE) -> Load<c_int> {
+        {
             if unsafe { !rb_sys::RB_TYPE_P(value, rb_sys::ruby_value_type::RUBY_T_STRING) } {
                 return Err(Fallback);
             }
@@ -278,8 +358,6 @@ impl Loader<'_> {
                 return Err(Fallback);
             }
             Ok(idx)
-        } else {
-            Err(Fallback)
         }
     }
 
@@ -328,6 +406,21 @@ impl Loader<'_> {
             let count = self.long()?;
             for _ in 0..count {
                 idx = self.r_encoding_ivar()?;
+            }
+        }
+        if ascii && idx <= 0 {
+            // An ASCII name is valid US-ASCII: look the symbol up without making a String
+            // (rb_str_intern would find the same one).
+            let found = unsafe {
+                rb_sys::rb_check_symbol_cstr(
+                    bytes.as_ptr() as *const c_char,
+                    bytes.len() as c_long,
+                    rb_sys::rb_usascii_encoding(),
+                )
+            };
+            if !rb_sys::NIL_P(found) {
+                unsafe { rb_sys::rb_ary_store(self.symbols, index as c_long, found) };
+                return Ok(found);
             }
         }
         let s =
