@@ -25,6 +25,9 @@ use super::ids::{self, ids};
 /// including its SystemStackError on absurd depths).
 const MAX_DEPTH: u32 = 1000;
 
+/// The largest length `w_long` can write (it is 32-bit signed on every platform).
+const MAX_LEN: usize = i32::MAX as usize;
+
 const FL_EXIVAR: VALUE = rb_sys::ruby_fl_type::RUBY_FL_EXIVAR as VALUE;
 /// `RHASH_PASS_AS_KEYWORDS` (ruby2_keywords flag) and `RHASH_PROC_DEFAULT` in 3.1..3.3.
 const FL_HASH_KEYWORDS: VALUE = rb_sys::ruby_fl_type::RUBY_FL_USER1 as VALUE;
@@ -134,8 +137,9 @@ struct Dumper<'t> {
 /// The dump of `obj`, or `None` when it must go to the stdlib.
 pub fn dump(ruby: &Ruby, obj: Value, limit: i32) -> Option<Vec<u8>> {
     let tables: Obj<DumpTables> = ruby.obj_wrap(DumpTables {
-        objects: UnsafeCell::new(AddrMap::default()),
-        symbols: UnsafeCell::new(AddrMap::default()),
+        // Sized so that typical small dumps never rehash.
+        objects: UnsafeCell::new(AddrMap::with_capacity_and_hasher(32, Default::default())),
+        symbols: UnsafeCell::new(AddrMap::with_capacity_and_hasher(16, Default::default())),
     });
     let mut dumper = Dumper {
         out: Vec::with_capacity(128),
@@ -289,7 +293,11 @@ impl Dumper<'_> {
                     self.out.push(core::TYPE_IVAR);
                 }
                 self.out.push(core::TYPE_STRING);
-                core::write_bytes(&mut self.out, str_bytes(obj));
+                let bytes = str_bytes(obj);
+                if bytes.len() > MAX_LEN {
+                    return Err(Fallback); // MRI: "long too big to dump"
+                }
+                core::write_bytes(&mut self.out, bytes);
                 if !matches!(enc, EncName::None) {
                     self.w_long(1);
                     self.w_encoding(enc)?;
@@ -304,6 +312,9 @@ impl Dumper<'_> {
                 self.remember(obj);
                 self.enter()?;
                 let len = unsafe { rb_sys::RARRAY_LEN(obj) };
+                if len as usize > MAX_LEN {
+                    return Err(Fallback);
+                }
                 self.out.push(core::TYPE_ARRAY);
                 self.w_long(len as i64);
                 for i in 0..len {
@@ -409,6 +420,9 @@ impl Dumper<'_> {
             core::TYPE_HASH_DEF
         });
         let size = unsafe { rb_sys::RHASH_SIZE(obj) };
+        if size > MAX_LEN {
+            return Err(Fallback);
+        }
         self.w_long(size as i64);
         let mut walk = HashWalk {
             dumper: self,

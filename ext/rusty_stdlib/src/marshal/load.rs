@@ -437,7 +437,9 @@ impl Loader<'_> {
         } else if ascii {
             unsafe { rb_sys::rb_enc_associate_index(s, self.usascii) };
         }
-        let sym = unsafe { rb_sys::rb_str_intern(s) };
+        // Interning can raise for odd names in odd encodings; leave those to the stdlib.
+        let sym = magnus::rb_sys::protect(|| unsafe { rb_sys::rb_str_intern(s) })
+            .map_err(|_| Fallback)?;
         unsafe { rb_sys::rb_ary_store(self.symbols, index as c_long, sym) };
         Ok(sym)
     }
