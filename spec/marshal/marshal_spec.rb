@@ -358,6 +358,19 @@ RSpec.describe "RustyStdlib::Marshal" do
         e.class
       end
       expect(actual).to eq(expected)
+      nested_symbols = "\x04\b#{"I:\x06a\x06" * 100_000}:\x06E#{"T" * 100_000}".b
+      expected = begin
+        stdlib.load(nested_symbols).class
+      rescue SystemStackError => e
+        e.class
+      end
+      actual = begin
+        ours.load(nested_symbols).class
+      rescue SystemStackError => e
+        e.class
+      end
+      expect(actual).to eq(expected)
+      expect_same_load("\x04\b#{"I:\x06a\x06" * 50}:\x06E#{"T" * 50}".b)
       medium = "\x04\b#{"[\x06" * 1500}[\x00".b
       expect(native_load(medium)).to equal(fallback)
       expect_same_load(medium) unless stress # 1000 arrays under GC.stress before falling back

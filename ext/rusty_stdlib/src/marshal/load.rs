@@ -134,9 +134,14 @@ impl Loader<'_> {
         }
     }
 
+    /// MRI's `r_object`, depth-bounded: every nested record passes through here or
+    /// through `r_symreal` with ivars, and both count.
     fn r_object(&mut self) -> Load<VALUE> {
+        self.enter()?;
         let t = self.byte()?;
-        self.r_object_of(t)
+        let v = self.r_object_of(t);
+        self.depth -= 1;
+        v
     }
 
     fn r_object_of(&mut self, t: u8) -> Load<VALUE> {
@@ -205,14 +210,12 @@ impl Loader<'_> {
                 if len < 0 || len as u64 > self.r.remaining() as u64 {
                     return Err(Fallback);
                 }
-                self.enter()?;
                 let ary = unsafe { rb_sys::rb_ary_new_capa(len as c_long) };
                 self.entry(ary);
                 for _ in 0..len {
                     let item = self.r_object()?;
                     unsafe { rb_sys::rb_ary_push(ary, item) };
                 }
-                self.depth -= 1;
                 if self.freeze {
                     unsafe { rb_sys::rb_obj_freeze(ary) };
                 }
@@ -223,7 +226,6 @@ impl Loader<'_> {
                 if len < 0 || len as u64 > self.r.remaining() as u64 / 2 {
                     return Err(Fallback);
                 }
-                self.enter()?;
                 let hash = new_hash(len);
                 self.entry(hash);
                 for _ in 0..len {
@@ -235,7 +237,6 @@ impl Loader<'_> {
                     let ifnone = self.r_object()?;
                     unsafe { rb_sys::rb_hash_set_ifnone(hash, ifnone) };
                 }
-                self.depth -= 1;
                 if self.freeze {
                     unsafe { rb_sys::rb_obj_freeze(hash) };
                 }
@@ -403,10 +404,13 @@ impl Loader<'_> {
         self.plain_symbols.push(ascii && !ivar);
         let mut idx: c_int = -1;
         if ivar {
+            // Ivar names are symbols that may have ivars themselves: bound that too.
+            self.enter()?;
             let count = self.long()?;
             for _ in 0..count {
                 idx = self.r_encoding_ivar()?;
             }
+            self.depth -= 1;
         }
         if ascii && idx <= 0 {
             // An ASCII name is valid US-ASCII: look the symbol up without making a String
