@@ -5,12 +5,13 @@ require_relative "activation"
 module RustyStdlib
   # Marshal.dump / Marshal.load / Marshal.restore on Rust for the core types: nil, true,
   # false, Integer, Float, String, Symbol, Array, Hash (with links, encodings and
-  # defaults, as format 4.8 writes them).
+  # defaults, as format 4.8 writes them) and plain objects of named classes.
   #
   # A module prepended to Marshal's singleton class tries the native code first; it
   # answers only when the whole call is within what it supports, otherwise the stdlib
-  # handles the whole call (other classes, subclasses, ivars, singletons, IO ports, a
-  # load proc, unusual or malformed bytes, depth limits and their errors). The stdlib
+  # handles the whole call (other classes, core subclasses, ivars on core objects,
+  # singletons, dump hooks, IO ports, a load proc, classes that would need an autoload,
+  # unusual or malformed bytes, depth limits and their errors). The stdlib
   # stays reachable through stdlib_dump / stdlib_load / stdlib_restore.
   module Marshal
     # Ruby ABIs (major.minor) whose Marshal the specs prove we match.

@@ -1,6 +1,25 @@
 # frozen_string_literal: true
 
 require "stringio"
+require "tmpdir"
+
+# Plain classes whose instances the native code writes and reads as `o` records.
+module RustyMarshalSpec
+  class Point
+    attr_accessor :x, :y
+
+    def initialize(x = nil, y = nil)
+      @x = x
+      @y = y
+    end
+  end
+
+  class Node
+    attr_accessor :value, :next_node
+  end
+
+  class Empty; end
+end
 
 # Helpers for the Marshal parity specs.
 module MarshalHelper
@@ -79,7 +98,7 @@ module MarshalHelper
       if @pool.any? && @rng.rand < 0.12
         return @pool[@rng.rand(@pool.size)]
       end
-      kind = depth > 5 || @budget <= 0 ? @rng.rand(6) : @rng.rand(9)
+      kind = depth > 5 || @budget <= 0 ? @rng.rand(6) : @rng.rand(10)
       value = case kind
               when 0 then [nil, true, false][@rng.rand(3)]
               when 1 then integer
@@ -89,6 +108,7 @@ module MarshalHelper
               when 5 then integer
               when 6 then array(depth)
               when 7 then hash(depth)
+              when 8 then object(depth)
               else array(depth)
               end
       @pool << value unless value.nil? || value == true || value == false
@@ -144,6 +164,14 @@ module MarshalHelper
       @rng.rand(0..5).times { a << node(depth + 1) }
       a << a if @rng.rand < 0.05
       a
+    end
+
+    def object(depth)
+      obj = [RustyMarshalSpec::Point, RustyMarshalSpec::Node, RustyMarshalSpec::Empty, Object][@rng.rand(4)].allocate
+      @pool << obj
+      names = %i[@x @y @value @next_node @other]
+      @rng.rand(0..3).times { obj.instance_variable_set(names[@rng.rand(names.size)], node(depth + 1)) }
+      obj
     end
 
     def hash(depth)

@@ -75,7 +75,11 @@ RSpec.describe "RustyStdlib::Marshal" do
     "arrays" => [[], [nil], [1, [2, [3, [4]]]], [shared_s, shared_s, shared_a, shared_a], cyclic_a, Array.new(200) { |i| i }],
     "hashes" => [{}, { a: 1 }, { "k" => "v", 1 => 2.5, nil => [], [1] => { x: :y } }, { shared_s => shared_s },
                  Hash.new(5), Hash.new(shared_s).merge!(a: shared_s), Hash.new([]).merge!(b: 1), cyclic_h,
-                 Hash.new(cyclic_a)]
+                 Hash.new(cyclic_a)],
+    "plain objects" => [Object.new, RustyMarshalSpec::Empty.new, RustyMarshalSpec::Point.new(1, "two"),
+                        [RustyMarshalSpec::Point.new(shared_s, shared_a)] * 2,
+                        RustyMarshalSpec::Node.new.tap { |n| n.next_node = n },
+                        { RustyMarshalSpec::Point.new(:k, nil) => RustyMarshalSpec::Point.new(1.5, 2**70) }]
   }
 
   describe "dump" do
@@ -147,6 +151,24 @@ RSpec.describe "RustyStdlib::Marshal" do
     Object.const_set(:RustyMarshalSpecArray, sub_a) unless Object.const_defined?(:RustyMarshalSpecArray)
     sub_h = Class.new(Hash)
     Object.const_set(:RustyMarshalSpecHash, sub_h) unless Object.const_defined?(:RustyMarshalSpecHash)
+    unless Object.const_defined?(:RustyMarshalSpecHooked)
+      Object.const_set(:RustyMarshalSpecHooked, Class.new do
+        def marshal_dump = [1]
+        def marshal_load(_data) = nil
+      end)
+      Object.const_set(:RustyMarshalSpecUserDump, Class.new do
+        def _dump(_level) = "u"
+        def self._load(_str) = new
+      end)
+      Object.const_set(:RustyMarshalSpecResponder, Class.new do
+        def respond_to?(*) = super
+      end)
+      gone = Class.new
+      Object.const_set(:RustyMarshalSpecGone, gone)
+      Object.send(:remove_const, :RustyMarshalSpecGone)
+      Object.const_set(:RustyMarshalSpecGone, Class.new)
+      Object.const_set(:RustyMarshalSpecGoneInstance, gone.new)
+    end
     ext_mod = Module.new
     Object.const_set(:RustyMarshalSpecExt, ext_mod) unless Object.const_defined?(:RustyMarshalSpecExt)
 
@@ -158,7 +180,14 @@ RSpec.describe "RustyStdlib::Marshal" do
     singleton = +"s"
     singleton.define_singleton_method(:hi) { 1 }
     cases = {
-      "a plain Object" => Object.new,
+      "an object of a class with marshal_dump" => [RustyMarshalSpecHooked.new],
+      "an object of a class with _dump" => [RustyMarshalSpecUserDump.new],
+      "an object whose class overrides respond_to?" => [RustyMarshalSpecResponder.new],
+      "an object of an anonymous class" => [Class.new.new],
+      "an object of a class that cannot be referred to" => [RustyMarshalSpecGoneInstance],
+      "an object with a singleton method" => [Object.new.tap { |o| o.define_singleton_method(:x) { 1 } }],
+      "an extended object" => [Object.new.extend(RustyMarshalSpecExt)],
+      "an exception" => [RuntimeError.new("boom")],
       "a Struct" => RustyMarshalSpecPoint.new(1, [2]),
       "String/Array/Hash subclasses" => [RustyMarshalSpecString.new("x"), RustyMarshalSpecArray.new([1]),
                                          RustyMarshalSpecHash.new.merge!(a: 1)],
@@ -172,7 +201,7 @@ RSpec.describe "RustyStdlib::Marshal" do
       "a top-level ruby2_keywords hash" => Hash.ruby2_keywords_hash({ a: 1 }),
       "Range, Regexp, Class, Module, Time, Rational, Complex" =>
         [1..2, /re/i, String, Kernel, Time.at(0, in: "UTC"), Rational(1, 3), Complex(1, 2)],
-      "unsupported things deep inside supported ones" => [[{ a: [1, 2, Object.new] }]],
+      "unsupported things deep inside supported ones" => [[{ a: [1, 2, RustyMarshalSpec::Point.new(Class.new.new)] }]],
       "an undumpable object" => [1, proc {}],
       "an anonymous class" => [Class.new]
     }
@@ -324,8 +353,41 @@ RSpec.describe "RustyStdlib::Marshal" do
       end
     end
 
+    it "falls back for objects of classes it cannot resolve without running Ruby code" do
+      Dir.mktmpdir do |dir|
+        file = File.join(dir, "rusty_marshal_autoloaded.rb")
+        File.write(file, "class RustyMarshalAutoloaded; attr_reader :a; end\n")
+        Object.autoload(:RustyMarshalAutoloaded, file)
+        bytes = "\x04\bo:\eRustyMarshalAutoloaded\x06:\a@ai\x06".b
+        expect(native_load(bytes)).to equal(fallback)
+        expect(Object.autoload?(:RustyMarshalAutoloaded)).to eq(file) # not triggered by us
+        expect(ours.load(bytes).a).to eq(1) # the stdlib autoloads it
+      end
+      [
+        "\x04\bo:\x1cRustyMarshalNoSuchClass\x00", "\x04\bo:\vKernel\x00", "\x04\bo:\vString\x00",
+        "\x04\bo:\vObject\x06:\x06xi\x06",
+        "\x04\bo:\nRange\x00", "\x04\bo:\x1cRustyMarshalSpec::Point\x00", "\x04\bo:\x1bRustyMarshalSpec:Point\x00",
+        "\x04\bo:\x1cRustyMarshalSpec::Point\a:\a@xi\x06:\a@y[\x06@\x00"
+      ].each do |raw|
+        expect_same_load(raw.b)
+      end
+      # An object with a non-ASCII ivar name: written natively, read by the stdlib.
+      odd = Object.new.tap { |o| o.instance_variable_set(:"@caf\u00e9", 1) }
+      expect_same_dump(odd)
+      expect(native_dump(odd)).not_to be_nil
+      expect_same_load(stdlib.dump(odd))
+      # MRI's message names the object by address, so compare class and wording.
+      {
+        "\x04\bo:\vObject\x06:\x06ET" => /\A#<Object:0x\h+> is not enc_capable\z/,
+        "\x04\bo:\vObject\x06:\x06Ki\x06" => /\Aruby2_keywords flag is given but #<Object:0x\h+> is not a Hash\z/
+      }.each do |raw, message|
+        expect(native_load(raw.b)).to equal(fallback)
+        [stdlib, ours].each { |m| expect { m.load(raw.b) }.to raise_error(ArgumentError, message) }
+      end
+    end
+
     it "falls back for unsupported records and load options" do
-      values = [Object.new.tap { |o| o.instance_variable_set(:@a, [1]) }, 1..2, /re/, String, Kernel,
+      values = [RuntimeError.new("x"), 1..2, /re/, String, Kernel,
                 Time.at(0, in: "UTC"), Rational(1, 2), [+"x"].tap { |a| a.instance_variable_set(:@i, 1) },
                 {}.compare_by_identity, Hash.ruby2_keywords_hash({ a: 1 }),
                 (+"iv").tap { |s| s.instance_variable_set(:@x, 1) }]

@@ -30,6 +30,7 @@ pub const TYPE_HASH_DEF: u8 = b'}';
 pub const TYPE_SYMBOL: u8 = b':';
 pub const TYPE_SYMLINK: u8 = b';';
 pub const TYPE_IVAR: u8 = b'I';
+pub const TYPE_OBJECT: u8 = b'o';
 pub const TYPE_LINK: u8 = b'@';
 
 /// Whether MRI (64-bit) writes the Integer `n` as a fixnum `i` record.
@@ -352,6 +353,29 @@ pub fn parse_float(text: &[u8]) -> Option<f64> {
     }
     // Only ASCII digits, '-', '.', 'e' remain, so this is valid UTF-8.
     std::str::from_utf8(text).ok()?.parse::<f64>().ok()
+}
+
+/// Splits a class path "A::B" into its names; `None` marks a malformed piece ("A:B",
+/// "A::", "::A").
+pub fn split_class_path(path: &[u8]) -> impl Iterator<Item = Option<&[u8]>> {
+    let mut rest = Some(path);
+    std::iter::from_fn(move || {
+        let p = rest?;
+        match p.iter().position(|&b| b == b':') {
+            None => {
+                rest = None;
+                Some((!p.is_empty()).then_some(p))
+            }
+            Some(i) => {
+                if p.get(i + 1) != Some(&b':') || i == 0 {
+                    rest = None;
+                    return Some(None);
+                }
+                rest = Some(&p[i + 2..]);
+                Some(Some(&p[..i]))
+            }
+        }
+    })
 }
 
 /// A cursor over a dump. Every read returns `None` at the end of the data.

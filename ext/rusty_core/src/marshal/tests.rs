@@ -180,3 +180,19 @@ fn float_ties_round_half_even_like_dtoa() {
         assert_eq!(text(f64::from_bits(bits)), want);
     }
 }
+
+#[test]
+fn splits_class_paths() {
+    let parts: Vec<_> = split_class_path(b"A::Bc::D").collect();
+    assert_eq!(
+        parts,
+        vec![Some(&b"A"[..]), Some(&b"Bc"[..]), Some(&b"D"[..])]
+    );
+    assert_eq!(
+        split_class_path(b"Object").collect::<Vec<_>>(),
+        vec![Some(&b"Object"[..])]
+    );
+    for bad in [&b"A:B"[..], b"A::", b"::A", b"", b"A:::B"] {
+        assert!(split_class_path(bad).any(|p| p.is_none()), "{:?}", bad);
+    }
+}

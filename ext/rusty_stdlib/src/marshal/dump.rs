@@ -1,6 +1,6 @@
 //! The native `Marshal.dump`: a walk over nil, true, false, Integer, Float, String,
-//! Symbol, Array and Hash that writes MRI's exact bytes, or reports `Fallback` as soon as
-//! it meets anything else.
+//! Symbol, Array, Hash and plain objects that writes MRI's exact bytes, or reports
+//! `Fallback` as soon as it meets anything else.
 //!
 //! GC safety: the walk runs no Ruby code, but a method-cache fill can allocate, so the
 //! GC may run. The link tables are keyed by object address; they live in a `DumpTables`
@@ -19,6 +19,7 @@ use magnus::{gc, typed_data::Obj, DataTypeFunctions, Ruby, TypedData, Value};
 use rb_sys::{ruby_value_type as T, VALUE};
 use rusty_core::marshal as core;
 
+use super::classes;
 use super::ids::{self, ids};
 
 /// Recursion deeper than this goes to the stdlib (which matches MRI by definition,
@@ -66,6 +67,8 @@ pub struct DumpTables {
     // and by `mark` (which only runs inside a Ruby call), so accesses never overlap.
     objects: UnsafeCell<AddrMap>,
     symbols: UnsafeCell<AddrMap>,
+    /// Classes of `o` records already checked, with the symbol of their path.
+    classes: UnsafeCell<Vec<(VALUE, VALUE)>>,
 }
 
 // SAFETY: the tables hold plain integers; the object is only used on the thread that
@@ -74,6 +77,14 @@ unsafe impl Send for DumpTables {}
 
 impl DataTypeFunctions for DumpTables {
     fn mark(&self, _marker: &gc::Marker) {
+        for &(klass, sym) in unsafe { &*self.classes.get() } {
+            unsafe {
+                rb_sys::rb_gc_mark(klass);
+                if !rb_sys::SPECIAL_CONST_P(sym) {
+                    rb_sys::rb_gc_mark(sym);
+                }
+            }
+        }
         for table in [&self.objects, &self.symbols] {
             let table = unsafe { &*table.get() };
             for &key in table.keys() {
@@ -94,6 +105,16 @@ impl DumpTables {
     #[inline]
     fn insert_object(&self, obj: VALUE, index: u32) {
         unsafe { &mut *self.objects.get() }.insert(obj, index);
+    }
+    fn lookup_class(&self, klass: VALUE) -> Option<VALUE> {
+        let classes = unsafe { &*self.classes.get() };
+        classes
+            .iter()
+            .find(|(k, _)| *k == klass)
+            .map(|&(_, sym)| sym)
+    }
+    fn insert_class(&self, klass: VALUE, sym: VALUE) {
+        unsafe { &mut *self.classes.get() }.push((klass, sym));
     }
     #[inline]
     fn lookup_symbol(&self, sym: VALUE) -> Option<u32> {
@@ -140,6 +161,7 @@ pub fn dump(ruby: &Ruby, obj: Value, limit: i32) -> Option<Vec<u8>> {
         // Sized so that typical small dumps never rehash.
         objects: UnsafeCell::new(AddrMap::with_capacity_and_hasher(32, Default::default())),
         symbols: UnsafeCell::new(AddrMap::with_capacity_and_hasher(16, Default::default())),
+        classes: UnsafeCell::new(Vec::new()),
     });
     let mut dumper = Dumper {
         out: Vec::with_capacity(128),
@@ -179,6 +201,48 @@ fn str_bytes<'a>(s: VALUE) -> &'a [u8] {
             return &[];
         }
         std::slice::from_raw_parts(rb_sys::RSTRING_PTR(s) as *const u8, len)
+    }
+}
+
+struct IvarCount {
+    count: usize,
+    odd: bool,
+}
+
+unsafe extern "C" fn count_ivar(id: rb_sys::ID, _value: VALUE, arg: rb_sys::st_data_t) -> c_int {
+    let count = &mut *(arg as *mut IvarCount);
+    let ids = ids();
+    if id == ids.id_e
+        || id == ids.id_k
+        || id == ids.id_encoding
+        || rb_sys::rb_id2str(id) == rb_sys::Qfalse as VALUE
+        || rb_sys::rb_id2str(id) == 0
+    {
+        count.odd = true;
+    } else {
+        count.count += 1;
+    }
+    rb_sys::st_retval::ST_CONTINUE as c_int
+}
+
+struct IvarWalk<'a, 't> {
+    dumper: &'a mut Dumper<'t>,
+    limit: i32,
+    failed: bool,
+}
+
+unsafe extern "C" fn write_ivar(id: rb_sys::ID, value: VALUE, arg: rb_sys::st_data_t) -> c_int {
+    let walk = &mut *(arg as *mut IvarWalk);
+    let step = catch_unwind(AssertUnwindSafe(|| {
+        walk.dumper.w_symbol(rb_sys::ID2SYM(id))?;
+        walk.dumper.w_object(value, walk.limit)
+    }));
+    match step {
+        Ok(Ok(())) => rb_sys::st_retval::ST_CONTINUE as c_int,
+        _ => {
+            walk.failed = true;
+            rb_sys::st_retval::ST_STOP as c_int
+        }
     }
 }
 
@@ -339,8 +403,67 @@ impl Dumper<'_> {
                 self.remember(obj);
                 self.w_bignum(obj)
             }
+            T::RUBY_T_OBJECT => self.w_plain_object(obj, klass, limit),
             _ => Err(Fallback),
         }
+    }
+
+    /// An `o` record: a plain object of a named class, with its instance variables.
+    fn w_plain_object(&mut self, obj: VALUE, klass: VALUE, limit: i32) -> Step {
+        let path_sym = self.object_class(obj, klass)?;
+        self.remember(obj);
+        let mut count = IvarCount {
+            count: 0,
+            odd: false,
+        };
+        unsafe {
+            rb_sys::rb_ivar_foreach(obj, Some(count_ivar), &mut count as *mut IvarCount as _);
+        }
+        if count.odd || count.count > MAX_LEN {
+            // Ivars MRI skips (E, K, encoding, unnamed) come with warnings: stdlib.
+            return Err(Fallback);
+        }
+        self.enter()?;
+        self.out.push(core::TYPE_OBJECT);
+        self.w_symbol(path_sym)?;
+        self.w_long(count.count as i64);
+        let mut walk = IvarWalk {
+            dumper: self,
+            limit,
+            failed: false,
+        };
+        unsafe {
+            rb_sys::rb_ivar_foreach(obj, Some(write_ivar), &mut walk as *mut IvarWalk as _);
+        }
+        if walk.failed {
+            return Err(Fallback);
+        }
+        self.depth -= 1;
+        Ok(())
+    }
+
+    /// The symbol of `klass`'s path if its instances can be written as `o` records the
+    /// way MRI writes them: a named, non-singleton class with Object's allocator and no
+    /// dump hooks, whose path leads back to it.
+    fn object_class(&mut self, obj: VALUE, klass: VALUE) -> Result<VALUE, Fallback> {
+        if let Some(sym) = self.tables.lookup_class(klass) {
+            return Ok(sym);
+        }
+        if flags(klass) & (rb_sys::ruby_fl_type::RUBY_FL_SINGLETON as VALUE) != 0
+            || !classes::allocates_plain_objects(klass)
+            || !ids::plain_dump_class(obj, klass)
+        {
+            return Err(Fallback);
+        }
+        let path = unsafe { rb_sys::rb_class_path(klass) };
+        if classes::resolve_path(str_bytes(path)) != Some(klass) {
+            return Err(Fallback);
+        }
+        let sym = magnus::rb_sys::protect(|| unsafe { rb_sys::rb_str_intern(path) })
+            .map_err(|_| Fallback)?;
+        self.tables.insert_class(klass, sym);
+        std::hint::black_box(path);
+        Ok(sym)
     }
 
     #[inline]

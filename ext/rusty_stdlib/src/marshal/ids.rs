@@ -14,6 +14,10 @@ pub struct Ids {
     pub respond_to_missing: ID,
     pub default: ID,
     pub compare_by_identity_p: ID,
+    /// IDs of `E`, `K` and `encoding`: ivar names MRI never writes for an object.
+    pub id_e: ID,
+    pub id_k: ID,
+    pub id_encoding: ID,
     /// `:E` and `:encoding`, the ivar names that carry a String's encoding.
     pub sym_e: VALUE,
     pub sym_encoding: VALUE,
@@ -33,6 +37,9 @@ pub fn init(_ruby: &Ruby) {
         respond_to_missing: intern(c"respond_to_missing?"),
         default: intern(c"default"),
         compare_by_identity_p: intern(c"compare_by_identity?"),
+        id_e: intern(c"E"),
+        id_k: intern(c"K"),
+        id_encoding: intern(c"encoding"),
         // Static symbols of interned IDs: immediates that never move or die.
         sym_e: rb_sys::ID2SYM(intern(c"E")),
         sym_encoding: rb_sys::ID2SYM(intern(c"encoding")),

@@ -1,5 +1,5 @@
 //! The native `Marshal.load` from a String: the records `dump.rs` writes (nil, true,
-//! false, `i`, `l`, `f`, `"`, `I"`, `:`, `I:`, `;`, `[`, `{`, `}`, `@`), building the
+//! false, `i`, `l`, `f`, `"`, `I"`, `:`, `I:`, `;`, `[`, `{`, `}`, `o`, `@`), building the
 //! objects MRI builds with the same C calls. Anything else, and any malformed or
 //! truncated input, returns `None` and the stdlib loads the same bytes instead (raising
 //! its own exception where the data is bad).
@@ -17,6 +17,7 @@ use magnus::{Ruby, Value};
 use rb_sys::VALUE;
 use rusty_core::marshal::{self as core, Reader};
 
+use super::classes;
 use super::ids::ids;
 
 const MAX_DEPTH: u32 = 1000;
@@ -33,6 +34,8 @@ struct Loader<'a> {
     symbols: VALUE,
     /// Whether each symbol was read without an encoding ivar (only those can name one).
     plain_symbols: Vec<bool>,
+    /// Classes of `o` records resolved so far: [symbol, class, ...] (0 until needed).
+    classes: VALUE,
     freeze: bool,
     depth: u32,
     utf8: c_int,
@@ -63,6 +66,7 @@ pub fn load(_ruby: &Ruby, source: Value, freeze: bool) -> Option<Value> {
         links,
         symbols,
         plain_symbols: Vec::new(),
+        classes: 0,
         freeze,
         depth: 0,
         utf8: unsafe { rb_sys::rb_utf8_encindex() },
@@ -70,7 +74,7 @@ pub fn load(_ruby: &Ruby, source: Value, freeze: bool) -> Option<Value> {
     };
     let result = loader.r_object();
     // The tables must outlive every object they protect.
-    std::hint::black_box((links, symbols));
+    std::hint::black_box((links, symbols, loader.classes));
     result.ok().map(|v| unsafe { Value::from_raw(v) })
 }
 
@@ -242,8 +246,75 @@ impl Loader<'_> {
                 }
                 Ok(hash)
             }
+            core::TYPE_OBJECT => self.r_plain_object(),
             _ => Err(Fallback),
         }
+    }
+
+    /// An `o` record of a plain class: MRI reserves the link index first, finds the
+    /// class, allocates, then sets the ivars.
+    fn r_plain_object(&mut self) -> Load<VALUE> {
+        let slot = unsafe { rb_sys::RARRAY_LEN(self.links) };
+        self.entry(qnil());
+        let (path_sym, _) = self.r_symbol()?;
+        let klass = self.object_class(path_sym)?;
+        let obj = unsafe { rb_sys::rb_obj_alloc(klass) };
+        unsafe { rb_sys::rb_ary_store(self.links, slot, obj) };
+        let count = self.long()?;
+        for _ in 0..count {
+            let (name, plain) = self.r_symbol()?;
+            if !plain {
+                return Err(Fallback);
+            }
+            let id = unsafe { rb_sys::SYM2ID(name) };
+            if unsafe { rb_sys::rb_is_instance_id(id) } == 0 {
+                // MRI sets even odd names (and rejects E/K/encoding); leave those to it.
+                return Err(Fallback);
+            }
+            let value = self.r_object()?;
+            unsafe { rb_sys::rb_ivar_set(obj, id, value) };
+        }
+        if self.freeze {
+            unsafe { rb_sys::rb_obj_freeze(obj) };
+        }
+        Ok(obj)
+    }
+
+    /// The class an `o` record names, if it is a loaded plain class (see `classes`).
+    fn object_class(&mut self, path_sym: VALUE) -> Load<VALUE> {
+        if self.classes == 0 {
+            self.classes = unsafe { rb_sys::rb_ary_new() };
+        }
+        let cached = unsafe { rb_sys::RARRAY_LEN(self.classes) };
+        let mut i = 0;
+        while i < cached {
+            if unsafe { rb_sys::RARRAY_AREF(self.classes, i as isize) } == path_sym {
+                return Ok(unsafe { rb_sys::RARRAY_AREF(self.classes, i as isize + 1) });
+            }
+            i += 2;
+        }
+        let name = unsafe { rb_sys::rb_sym2str(path_sym) };
+        let bytes = unsafe {
+            std::slice::from_raw_parts(
+                rb_sys::RSTRING_PTR(name) as *const u8,
+                rb_sys::RSTRING_LEN(name) as usize,
+            )
+        };
+        let klass = classes::resolve_path(bytes).ok_or(Fallback)?;
+        let is_class = unsafe {
+            rb_sys::RB_TYPE_P(klass, rb_sys::ruby_value_type::RUBY_T_CLASS)
+                && (*(klass as *const rb_sys::RBasic)).flags
+                    & (rb_sys::ruby_fl_type::RUBY_FL_SINGLETON as VALUE)
+                    == 0
+        };
+        if !is_class || !classes::allocates_plain_objects(klass) {
+            return Err(Fallback);
+        }
+        unsafe {
+            rb_sys::rb_ary_push(self.classes, path_sym);
+            rb_sys::rb_ary_push(self.classes, klass);
+        }
+        Ok(klass)
     }
 
     #[inline]

@@ -1,4 +1,6 @@
-//! `Marshal.dump` / `Marshal.load` for the core types that carry most traffic.
+//! `Marshal.dump` / `Marshal.load` for the core types that carry most traffic: nil, true,
+//! false, Integer, Float, String, Symbol, Array, Hash (with a default value) and plain
+//! objects (`o` records of named classes with Object's allocator and no dump hooks).
 //!
 //! `RustyStdlib::Marshal.native_dump(obj, limit)` returns the dump as a String, or `nil`
 //! when the graph holds anything outside the native subset (then the shim calls the
@@ -11,6 +13,7 @@
 //! dump runs no Ruby code at all, and the native load only allocates core objects and
 //! interns symbols before it gives up.
 
+mod classes;
 mod dump;
 mod ids;
 mod load;
