@@ -186,7 +186,7 @@ RSpec.describe "RustyStdlib::Marshal" do
       "an object of an anonymous class" => [Class.new.new],
       "an object of a class that cannot be referred to" => [RustyMarshalSpecGoneInstance],
       "an object with a singleton method" => [Object.new.tap { |o| o.define_singleton_method(:x) { 1 } }],
-      "an extended object" => [Object.new.extend(RustyMarshalSpecExt)],
+      "an extended plain object" => [Object.new.extend(RustyMarshalSpecExt)],
       "an exception" => [RuntimeError.new("boom")],
       "a Struct" => RustyMarshalSpecPoint.new(1, [2]),
       "String/Array/Hash subclasses" => [RustyMarshalSpecString.new("x"), RustyMarshalSpecArray.new([1]),
