@@ -371,6 +371,22 @@ RSpec.describe "RustyStdlib::Marshal" do
       ].each do |raw|
         expect_same_load(raw.b)
       end
+      # A class with its own #hash: loading it natively could run that code before a
+      # fallback, so the stdlib loads it (and calls #hash once per key, as always).
+      calls = []
+      keyed = Class.new do
+        attr_reader :v
+
+        define_method(:hash) { calls << :hash; 1 }
+        define_method(:eql?) { |o| o.is_a?(self.class) }
+      end
+      stub_const("RustyMarshalSpecKeyed", keyed)
+      bytes = stdlib.dump({ keyed.new => 1 })
+      calls.clear
+      expect(native_load(bytes)).to equal(fallback)
+      expect(calls).to be_empty
+      expect(ours.load(bytes).keys.first).to be_a(keyed)
+      expect(calls).to eq([:hash])
       # An object with a non-ASCII ivar name: written natively, read by the stdlib.
       odd = Object.new.tap { |o| o.instance_variable_set(:"@caf\u00e9", 1) }
       expect_same_dump(odd)

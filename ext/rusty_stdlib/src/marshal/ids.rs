@@ -14,6 +14,8 @@ pub struct Ids {
     pub respond_to_missing: ID,
     pub default: ID,
     pub compare_by_identity_p: ID,
+    pub hash: ID,
+    pub eql_p: ID,
     /// IDs of `E`, `K` and `encoding`: ivar names MRI never writes for an object.
     pub id_e: ID,
     pub id_k: ID,
@@ -37,6 +39,8 @@ pub fn init(_ruby: &Ruby) {
         respond_to_missing: intern(c"respond_to_missing?"),
         default: intern(c"default"),
         compare_by_identity_p: intern(c"compare_by_identity?"),
+        hash: intern(c"hash"),
+        eql_p: intern(c"eql?"),
         id_e: intern(c"E"),
         id_k: intern(c"K"),
         id_encoding: intern(c"encoding"),

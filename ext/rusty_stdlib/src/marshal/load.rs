@@ -307,7 +307,14 @@ impl Loader<'_> {
                     & (rb_sys::ruby_fl_type::RUBY_FL_SINGLETON as VALUE)
                     == 0
         };
-        if !is_class || !classes::allocates_plain_objects(klass) {
+        // Hash keys are hashed as they are inserted: with the core `hash` and `eql?` that
+        // runs no Ruby code, so nothing user-visible happens before a possible fallback.
+        let ids = ids();
+        let core_hashing = unsafe {
+            rb_sys::rb_method_basic_definition_p(klass, ids.hash) != 0
+                && rb_sys::rb_method_basic_definition_p(klass, ids.eql_p) != 0
+        };
+        if !is_class || !core_hashing || !classes::allocates_plain_objects(klass) {
             return Err(Fallback);
         }
         unsafe {
