@@ -223,6 +223,22 @@ RSpec.describe "RustyStdlib::Marshal" do
       expect_same_dump(shallow)
     end
 
+    it "stays within the machine stack of threads and fibers" do
+      [[:a] * 2, { a: 1 }, RustyMarshalSpec::Point.new].each do |shape|
+        v = 1
+        (stress ? 50 : 900).times { v = shape.is_a?(Hash) ? { a: v } : (shape.is_a?(Array) ? [v] : RustyMarshalSpec::Point.new(v)) }
+        expected = stdlib.dump(v)
+        outcomes = [
+          Thread.new { [ours.dump(v), ours.load(expected)] }.value,
+          Fiber.new { [ours.dump(v), ours.load(expected)] }.resume
+        ]
+        outcomes.each do |dumped, loaded|
+          expect(dumped).to eq(expected)
+          expect(stdlib.dump(loaded)).to eq(expected) # describe would recurse too deep here
+        end
+      end
+    end
+
     it "does not crash on absurd nesting (stdlib: SystemStackError)" do
       deep = []
       100_000.times { deep = [deep] }

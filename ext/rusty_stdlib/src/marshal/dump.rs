@@ -469,9 +469,7 @@ impl Dumper<'_> {
     #[inline]
     fn enter(&mut self) -> Step {
         self.depth += 1;
-        if self.depth > MAX_DEPTH
-            || (self.depth.is_multiple_of(64) && unsafe { rb_sys::ruby_stack_check() } != 0)
-        {
+        if self.depth > MAX_DEPTH || unsafe { rb_sys::ruby_stack_check() } != 0 {
             return Err(Fallback);
         }
         Ok(())

@@ -328,7 +328,7 @@ impl Loader<'_> {
     fn enter(&mut self) -> Load<()> {
         self.depth += 1;
         if self.depth > MAX_DEPTH
-            || (self.depth.is_multiple_of(64) && unsafe { rb_sys::ruby_stack_check() } != 0)
+            || (self.depth.is_multiple_of(4) && unsafe { rb_sys::ruby_stack_check() } != 0)
         {
             return Err(Fallback);
         }
