@@ -4,9 +4,9 @@
 //! truncated input, returns `None` and the stdlib loads the same bytes instead (raising
 //! its own exception where the data is bad).
 //!
-//! GC safety: every heap object we create goes into `links` (MRI's data table) or
-//! `symbols`, two Ruby Arrays held on the stack, before the next allocation; the source
-//! bytes are copied into a Rust buffer first, so a moving GC cannot pull them away.
+//! GC safety: every heap object we create goes into `links` (MRI's data table),
+//! `symbols` or `classes`, Ruby Arrays held on the stack, before the next allocation; the
+//! source bytes are copied into a Rust buffer first, so a moving GC cannot pull them away.
 
 use std::ffi::CString;
 use std::os::raw::{c_char, c_int, c_long};

@@ -10,8 +10,13 @@
 //! produces the stdlib's exact exception).
 //!
 //! The decision to fall back never follows a side effect Ruby code could see: the native
-//! dump runs no Ruby code at all, and the native load only allocates core objects and
-//! interns symbols before it gives up.
+//! dump runs no Ruby code at all (dump hooks, `respond_to?` overrides, singletons and
+//! autoloads all send the call to the stdlib before anything is written), and the native
+//! load only allocates objects with core allocators, interns symbols and reads loaded
+//! constants before it gives up (classes with their own `hash`/`eql?`, which inserting a
+//! Hash key would call, are left to the stdlib). Recursion is bounded by a depth cap and
+//! by `ruby_stack_check`, so deep graphs and small thread/fiber stacks fall back instead
+//! of overflowing; panics are caught and fall back too.
 
 mod classes;
 mod dump;
