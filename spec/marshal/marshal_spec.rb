@@ -102,14 +102,15 @@ RSpec.describe "RustyStdlib::Marshal" do
 
     it "writes every float exactly as the stdlib (random bit patterns)" do
       rng = Random.new(Kernel.rand(2**32))
-      floats = Array.new(stress ? 100 : 4000) { [rng.rand(2**64)].pack("Q").unpack1("D") }
+      floats = Array.new(stress ? 100 : 20_000) { [rng.rand(2**64)].pack("Q").unpack1("D") }
       floats += Array.new(stress ? 50 : 1000) { rng.rand * 10**rng.rand(-30..30) }
       ours_bytes = floats.map { |f| native_dump(f) }
       expect(ours_bytes).to eq(floats.map { |f| stdlib.dump(f) })
     end
 
     it "honours the depth limit like the stdlib" do
-      values = [1, [], [1], [[1]], { a: [1] }, "str", "sj".encode("Shift_JIS"), :"caf\u00e9", [2**70], Hash.new(1)]
+      values = [1, [], [1], [[1]], { a: [1] }, "str", "sj".encode("Shift_JIS"), :"caf\u00e9", [2**70], Hash.new(1),
+                2**40, -(2**46), [2**40], { 2**40 => [2**40] }, 1.5, 1e300, RustyMarshalSpec::Point.new([1], 2**40)]
       values.each do |v|
         [-1, 0, 1, 2, 3, 4].each { |limit| expect_same_dump(v, limit) }
       end
@@ -474,7 +475,7 @@ RSpec.describe "RustyStdlib::Marshal" do
   describe "random object graphs" do
     it "dump and load like the stdlib, both ways" do
       rng = Random.new(Kernel.rand(2**32))
-      (stress ? 12 : 300).times do
+      (stress ? 12 : 600).times do
         gen = MarshalHelper::GraphGenerator.new(rng, stress ? 15 : 60)
         graph = gen.generate
         std_bytes = expect_same_dump(graph)
@@ -482,6 +483,7 @@ RSpec.describe "RustyStdlib::Marshal" do
         expect_same_load(std_bytes)
         expect_same_load(std_bytes, freeze: true)
         expect(native_load(std_bytes)).not_to equal(fallback)
+        expect_same_dump(graph, rng.rand(1..6)) # depth limits: bytes or "exceed depth limit"
       end
     end
   end

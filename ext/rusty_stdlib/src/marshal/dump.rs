@@ -321,7 +321,7 @@ impl Dumper<'_> {
         }
         if rb_sys::FIXNUM_P(obj) {
             let n = unsafe { rb_sys::FIX2LONG(obj) } as i64;
-            return self.w_fixnum(obj, n);
+            return self.w_fixnum(obj, n, limit);
         }
         if rb_sys::STATIC_SYM_P(obj) {
             return self.w_symbol(obj);
@@ -475,13 +475,18 @@ impl Dumper<'_> {
         Ok(())
     }
 
-    fn w_fixnum(&mut self, obj: VALUE, n: i64) -> Step {
+    fn w_fixnum(&mut self, obj: VALUE, n: i64, limit: i32) -> Step {
         if core::fixnum_fits_i(n) {
             self.out.push(core::TYPE_FIXNUM);
             self.w_long(n);
             return Ok(());
         }
         // MRI writes it as a bignum, which takes a link index but is never linked to.
+        // Ruby 3.1 writes that bignum one level deeper (so `limit` 1 raises "exceed depth
+        // limit" there but not on 3.3): let the stdlib decide that case.
+        if limit == 1 {
+            return Err(Fallback);
+        }
         let integer = unsafe { rb_sys::rb_cInteger };
         self.check_class(CHECK_INTEGER, obj, integer)?;
         let (shorts, count) = core::bignum_shorts(n.unsigned_abs());
