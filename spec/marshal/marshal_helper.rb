@@ -63,6 +63,8 @@ module MarshalHelper
       [obj.class, obj.b, obj.encoding, frozen, obj.instance_variables]
     when Array
       [obj.class, frozen, obj.map { |e| describe(e, seen) }]
+    when Time
+      [obj.class, frozen, obj.to_r, obj.utc_offset, obj.zone, obj.utc?, obj.instance_variables]
     when Hash
       [obj.class, frozen, obj.compare_by_identity?, describe(obj.default, seen), obj.default_proc&.class,
        obj.map { |k, v| [describe(k, seen), describe(v, seen)] }]
@@ -98,17 +100,17 @@ module MarshalHelper
       if @pool.any? && @rng.rand < 0.12
         return @pool[@rng.rand(@pool.size)]
       end
-      kind = depth > 5 || @budget <= 0 ? @rng.rand(6) : @rng.rand(10)
+      kind = depth > 5 || @budget <= 0 ? @rng.rand(7) : @rng.rand(11)
       value = case kind
               when 0 then [nil, true, false][@rng.rand(3)]
-              when 1 then integer
+              when 1, 5 then integer
               when 2 then float
               when 3 then string
               when 4 then symbol
-              when 5 then integer
-              when 6 then array(depth)
-              when 7 then hash(depth)
-              when 8 then object(depth)
+              when 6 then time
+              when 7 then array(depth)
+              when 8 then hash(depth)
+              when 9 then object(depth)
               else array(depth)
               end
       @pool << value unless value.nil? || value == true || value == false
@@ -164,6 +166,16 @@ module MarshalHelper
       @rng.rand(0..5).times { a << node(depth + 1) }
       a << a if @rng.rand < 0.05
       a
+    end
+
+    def time
+      case @rng.rand(5)
+      when 0 then Time.at(@rng.rand(-(2**34)..(2**34)), @rng.rand(10**9), :nsec)
+      when 1 then Time.at(@rng.rand(2**31), in: format("%+03d:%02d", @rng.rand(-12..12), [0, 30, 45].sample(random: @rng)))
+      when 2 then Time.at(@rng.rand(2**31)).utc
+      when 3 then Time.at(Rational(@rng.rand(2**40), @rng.rand(1..999)))
+      else Time.utc(@rng.rand(1..3000), @rng.rand(1..12), @rng.rand(1..28), 1, 2, @rng.rand(60) + @rng.rand(1000) / 1000r)
+      end
     end
 
     def object(depth)

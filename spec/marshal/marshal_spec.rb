@@ -79,7 +79,11 @@ RSpec.describe "RustyStdlib::Marshal" do
     "plain objects" => [Object.new, RustyMarshalSpec::Empty.new, RustyMarshalSpec::Point.new(1, "two"),
                         [RustyMarshalSpec::Point.new(shared_s, shared_a)] * 2,
                         RustyMarshalSpec::Node.new.tap { |n| n.next_node = n },
-                        { RustyMarshalSpec::Point.new(:k, nil) => RustyMarshalSpec::Point.new(1.5, 2**70) }]
+                        { RustyMarshalSpec::Point.new(:k, nil) => RustyMarshalSpec::Point.new(1.5, 2**70) }],
+    "times" => [Time.at(1_700_000_000, 123_456_789, :nsec), Time.at(1_700_000_000).utc, Time.at(0, in: "+09:00"),
+                Time.at(0).getlocal("-03:30"), Time.at(1.5), Time.at(Rational(1, 3)), Time.utc(2020, 1, 2, 3, 4, 5.25r),
+                Time.at(2**40), Time.at(-(2**40)), Time.utc(1, 1, 1), Time.now, [Time.at(0)] * 3,
+                { Time.at(7) => [Time.at(7).utc] }, [Time.at(0), Time.at(0)], Time.now.freeze]
   }
 
   describe "dump" do
@@ -161,6 +165,7 @@ RSpec.describe "RustyStdlib::Marshal" do
         def _dump(_level) = "u"
         def self._load(_str) = new
       end)
+      Object.const_set(:RustyMarshalSpecTime, Class.new(Time))
       Object.const_set(:RustyMarshalSpecResponder, Class.new do
         def respond_to?(*) = super
       end)
@@ -189,6 +194,9 @@ RSpec.describe "RustyStdlib::Marshal" do
       "an object with a singleton method" => [Object.new.tap { |o| o.define_singleton_method(:x) { 1 } }],
       "an extended plain object" => [Object.new.extend(RustyMarshalSpecExt)],
       "an exception" => [RuntimeError.new("boom")],
+      "a Time subclass" => [RustyMarshalSpecTime.at(0)],
+      "a Time with an ivar" => [Time.at(0).tap { |t| t.instance_variable_set(:@note, 1) }],
+      "a Time with a singleton method" => [Time.at(0).tap { |t| t.define_singleton_method(:x) { 1 } }],
       "a Struct" => RustyMarshalSpecPoint.new(1, [2]),
       "String/Array/Hash subclasses" => [RustyMarshalSpecString.new("x"), RustyMarshalSpecArray.new([1]),
                                          RustyMarshalSpecHash.new.merge!(a: 1)],
@@ -200,7 +208,7 @@ RSpec.describe "RustyStdlib::Marshal" do
       "a hash with a default proc" => [Hash.new { |h, k| h[k] = 1 }],
       "a ruby2_keywords hash" => [Hash.ruby2_keywords_hash({ a: 1 })],
       "a top-level ruby2_keywords hash" => Hash.ruby2_keywords_hash({ a: 1 }),
-      "Range, Regexp, Class, Module, Time, Rational, Complex" =>
+      "Range, Regexp, Class, Module, Rational, Complex (a UTC Time beside them)" =>
         [1..2, /re/i, String, Kernel, Time.at(0, in: "UTC"), Rational(1, 3), Complex(1, 2)],
       "unsupported things deep inside supported ones" => [[{ a: [1, 2, RustyMarshalSpec::Point.new(Class.new.new)] }]],
       "an undumpable object" => [1, proc {}],
@@ -265,6 +273,30 @@ RSpec.describe "RustyStdlib::Marshal" do
         e.class
       end
       expect(actual).to eq(expected)
+    end
+
+    it "respects a redefined Time#_dump / Time._load (in a child process: it cannot be undone)" do
+      script = <<~RUBY
+        $LOAD_PATH.unshift(#{File.expand_path("../../lib", __dir__).dump})
+        require "rusty_stdlib"
+        m = RustyStdlib::Marshal
+        t = Time.at(0)
+        bytes = m.stdlib_dump([t])
+        before = [!m.native_dump([t], nil).nil?, !m.native_load(bytes, false, m::FALLBACK).equal?(m::FALLBACK)]
+        class Time
+          alias_method :spec_orig_dump, :_dump
+          def _dump(level) = spec_orig_dump(level) + "!"
+          class << self
+            alias_method :spec_orig_load, :_load
+            def _load(str) = spec_orig_load(str.chomp("!"))
+          end
+        end
+        after = [m.native_dump([t], nil).nil?, m.native_load(bytes, false, m::FALLBACK).equal?(m::FALLBACK)]
+        same = [m.dump([t]) == m.stdlib_dump([t]), m.load(bytes) == m.stdlib_load(bytes)]
+        print Marshal.dump([before, after, same])
+      RUBY
+      out = IO.popen([RbConfig.ruby, "-w", "-e", script], err: %i[child out], &:read)
+      expect(Marshal.load(out)).to eq([[true, true], [true, true], [true, true]])
     end
 
     it "respects dump hooks defined on core classes" do
@@ -395,7 +427,13 @@ RSpec.describe "RustyStdlib::Marshal" do
         "\x04\bo:\x1cRustyMarshalNoSuchClass\x00", "\x04\bo:\vKernel\x00", "\x04\bo:\vString\x00",
         "\x04\bo:\vObject\x06:\x06xi\x06",
         "\x04\bo:\nRange\x00", "\x04\bo:\x1cRustyMarshalSpec::Point\x00", "\x04\bo:\x1bRustyMarshalSpec:Point\x00",
-        "\x04\bo:\x1cRustyMarshalSpec::Point\a:\a@xi\x06:\a@y[\x06@\x00"
+        "\x04\bo:\x1cRustyMarshalSpec::Point\a:\a@xi\x06:\a@y[\x06@\x00",
+            # Time records with unexpected ivars or values, and `u` records of other classes
+        "\x04\bIu:\tTime\r \x80\x11\x80\x00\x00\x00\x00\x06:\voffset\"\x06x",
+        "\x04\bIu:\tTime\r \x80\x11\x80\x00\x00\x00\x00\x06:\vother\"\x06x",
+        "\x04\bIu:\tTime\r \x80\x11\x80\x00\x00\x00\x00\x06:\tzoneo:\vObject\x00",
+        "\x04\bu:\tTime\r \x80\x11\x80\x00\x00\x00\x00", "\x04\bu:\tTime\x06x",
+        "\x04\bu:\x1cRustyMarshalSpec::Point\x06x", "\x04\bu:\x0fRustyMarshalSpecTime\r \x80\x11\x80\x00\x00\x00\x00"
       ].each do |raw|
         expect_same_load(raw.b)
       end
@@ -431,8 +469,7 @@ RSpec.describe "RustyStdlib::Marshal" do
     end
 
     it "falls back for unsupported records and load options" do
-      values = [RuntimeError.new("x"), 1..2, /re/, String, Kernel,
-                Time.at(0, in: "UTC"), Rational(1, 2), [+"x"].tap { |a| a.instance_variable_set(:@i, 1) },
+      values = [RuntimeError.new("x"), 1..2, /re/, String, Kernel, RustyMarshalSpecTime.at(0), Rational(1, 2), [+"x"].tap { |a| a.instance_variable_set(:@i, 1) },
                 {}.compare_by_identity, Hash.ruby2_keywords_hash({ a: 1 }),
                 (+"iv").tap { |s| s.instance_variable_set(:@x, 1) }]
       values.each do |v|

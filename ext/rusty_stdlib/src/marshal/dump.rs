@@ -69,6 +69,8 @@ pub struct DumpTables {
     symbols: UnsafeCell<AddrMap>,
     /// Classes of `o` records already checked, with the symbol of their path.
     classes: UnsafeCell<Vec<(VALUE, VALUE)>>,
+    /// Objects we made while dumping (the Strings `Time#_dump` returns).
+    pinned: UnsafeCell<Vec<VALUE>>,
 }
 
 // SAFETY: the tables hold plain integers; the object is only used on the thread that
@@ -77,6 +79,9 @@ unsafe impl Send for DumpTables {}
 
 impl DataTypeFunctions for DumpTables {
     fn mark(&self, _marker: &gc::Marker) {
+        for &v in unsafe { &*self.pinned.get() } {
+            unsafe { rb_sys::rb_gc_mark(v) };
+        }
         for &(klass, sym) in unsafe { &*self.classes.get() } {
             unsafe {
                 rb_sys::rb_gc_mark(klass);
@@ -113,6 +118,9 @@ impl DumpTables {
             .find(|(k, _)| *k == klass)
             .map(|&(_, sym)| sym)
     }
+    fn pin(&self, v: VALUE) {
+        unsafe { &mut *self.pinned.get() }.push(v);
+    }
     fn insert_class(&self, klass: VALUE, sym: VALUE) {
         unsafe { &mut *self.classes.get() }.push((klass, sym));
     }
@@ -141,6 +149,7 @@ const CHECK_ARRAY: u8 = 2;
 const CHECK_HASH: u8 = 4;
 const CHECK_FLOAT: u8 = 8;
 const CHECK_INTEGER: u8 = 16;
+const CHECK_TIME: u8 = 32;
 
 struct Dumper<'t> {
     out: Vec<u8>,
@@ -162,6 +171,7 @@ pub fn dump(ruby: &Ruby, obj: Value, limit: i32) -> Option<Vec<u8>> {
         objects: UnsafeCell::new(AddrMap::with_capacity_and_hasher(32, Default::default())),
         symbols: UnsafeCell::new(AddrMap::with_capacity_and_hasher(16, Default::default())),
         classes: UnsafeCell::new(Vec::new()),
+        pinned: UnsafeCell::new(Vec::new()),
     });
     let mut dumper = Dumper {
         out: Vec::with_capacity(128),
@@ -404,8 +414,72 @@ impl Dumper<'_> {
                 self.w_bignum(obj)
             }
             T::RUBY_T_OBJECT => self.w_plain_object(obj, klass, limit),
+            T::RUBY_T_DATA if klass == unsafe { rb_sys::rb_cTime } => self.w_time(obj, limit),
             _ => Err(Fallback),
         }
+    }
+
+    /// A Time, as MRI writes any `_dump` object: `Iu:\tTime`, the String `Time#_dump`
+    /// returns, that String's (internal) ivars; the Time takes its link index last.
+    fn w_time(&mut self, obj: VALUE, limit: i32) -> Step {
+        if self.checked & CHECK_TIME == 0 {
+            if !ids::core_time_dump(obj) {
+                return Err(Fallback);
+            }
+            self.checked |= CHECK_TIME;
+        }
+        if flags(obj) & FL_EXIVAR != 0 {
+            return Err(Fallback);
+        }
+        let ids = ids();
+        let level = unsafe { rb_sys::rb_int2inum(limit as isize) };
+        let data = magnus::rb_sys::protect(|| unsafe {
+            rb_sys::rb_funcall(obj, ids.underscore_dump, 1, level)
+        })
+        .map_err(|_| Fallback)?;
+        // Keep the String (and the ivar values it holds) alive and in place while we write.
+        self.tables.pin(data);
+        if unsafe { !rb_sys::RB_TYPE_P(data, T::RUBY_T_STRING) }
+            || unsafe { rb_sys::rb_enc_get_index(data) } != 0
+            || class_of(data) == class_of(obj)
+        {
+            return Err(Fallback);
+        }
+        let mut count = IvarCount {
+            count: 0,
+            odd: false,
+        };
+        unsafe {
+            rb_sys::rb_ivar_foreach(data, Some(count_ivar), &mut count as *mut IvarCount as _);
+        }
+        let bytes = str_bytes(data);
+        if count.odd || bytes.len() > MAX_LEN {
+            return Err(Fallback);
+        }
+        self.enter()?;
+        if count.count > 0 {
+            self.out.push(core::TYPE_IVAR);
+        }
+        self.out.push(core::TYPE_USERDEF);
+        self.w_symbol(ids.sym_time)?;
+        core::write_bytes(&mut self.out, bytes);
+        if count.count > 0 {
+            self.w_long(count.count as i64);
+            let mut walk = IvarWalk {
+                dumper: self,
+                limit,
+                failed: false,
+            };
+            unsafe {
+                rb_sys::rb_ivar_foreach(data, Some(write_ivar), &mut walk as *mut IvarWalk as _);
+            }
+            if walk.failed {
+                return Err(Fallback);
+            }
+        }
+        self.remember(obj);
+        self.depth -= 1;
+        Ok(())
     }
 
     /// An `o` record: a plain object of a named class, with its instance variables.

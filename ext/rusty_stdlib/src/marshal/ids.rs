@@ -15,6 +15,11 @@ pub struct Ids {
     pub default: ID,
     pub compare_by_identity_p: ID,
     pub hash: ID,
+    pub underscore_load: ID,
+    /// `:Time`, the class symbol of a Time's `u` record.
+    pub sym_time: VALUE,
+    /// The internal ivar names `Time#_dump` puts on its String, which `Time._load` reads.
+    pub time_ivars: [ID; 6],
     pub eql_p: ID,
     /// IDs of `E`, `K` and `encoding`: ivar names MRI never writes for an object.
     pub id_e: ID,
@@ -40,6 +45,16 @@ pub fn init(_ruby: &Ruby) {
         default: intern(c"default"),
         compare_by_identity_p: intern(c"compare_by_identity?"),
         hash: intern(c"hash"),
+        underscore_load: intern(c"_load"),
+        sym_time: rb_sys::ID2SYM(intern(c"Time")),
+        time_ivars: [
+            intern(c"offset"),
+            intern(c"zone"),
+            intern(c"nano_num"),
+            intern(c"nano_den"),
+            intern(c"submicro"),
+            intern(c"year"),
+        ],
         eql_p: intern(c"eql?"),
         id_e: intern(c"E"),
         id_k: intern(c"K"),
@@ -80,5 +95,32 @@ pub fn plain_dump_class(obj: VALUE, klass: VALUE) -> bool {
             && rb_sys::rb_method_basic_definition_p(klass, ids.respond_to_missing) != 0
             && rb_sys::rb_obj_respond_to(obj, ids.marshal_dump, 1) == 0
             && rb_sys::rb_obj_respond_to(obj, ids.underscore_dump, 1) == 0
+    }
+}
+
+/// Whether a Time is dumped by the core `Time#_dump` with no Ruby code involved: no
+/// `marshal_dump`, the original `_dump`, and `respond_to?` / `respond_to_missing?` untouched.
+pub fn core_time_dump(obj: VALUE) -> bool {
+    let ids = ids();
+    unsafe {
+        let klass = rb_sys::rb_cTime;
+        rb_sys::rb_method_basic_definition_p(klass, ids.respond_to) != 0
+            && rb_sys::rb_method_basic_definition_p(klass, ids.respond_to_missing) != 0
+            && rb_sys::rb_method_basic_definition_p(klass, ids.underscore_dump) != 0
+            && rb_sys::rb_obj_respond_to(obj, ids.marshal_dump, 1) == 0
+    }
+}
+
+/// Whether `Time._load` is the core one (and asking `Time` about it runs no Ruby code),
+/// and the constant `Time` still names the core class.
+pub fn core_time_load() -> bool {
+    let ids = ids();
+    unsafe {
+        let time = rb_sys::rb_cTime;
+        let meta = (*(time as *const rb_sys::RBasic)).klass;
+        rb_sys::rb_method_basic_definition_p(meta, ids.respond_to) != 0
+            && rb_sys::rb_method_basic_definition_p(meta, ids.respond_to_missing) != 0
+            && rb_sys::rb_method_basic_definition_p(meta, ids.underscore_load) != 0
+            && super::classes::resolve_path(b"Time") == Some(time)
     }
 }

@@ -1,11 +1,12 @@
 //! The native `Marshal.load` from a String: the records `dump.rs` writes (nil, true,
-//! false, `i`, `l`, `f`, `"`, `I"`, `:`, `I:`, `;`, `[`, `{`, `}`, `o`, `@`), building the
+//! false, `i`, `l`, `f`, `"`, `I"`, `:`, `I:`, `;`, `[`, `{`, `}`, `o`, `Iu`/`u` of Time,
+//! `@`), building the
 //! objects MRI builds with the same C calls. Anything else, and any malformed or
 //! truncated input, returns `None` and the stdlib loads the same bytes instead (raising
 //! its own exception where the data is bad).
 //!
 //! GC safety: every heap object we create goes into `links` (MRI's data table),
-//! `symbols` or `classes`, Ruby Arrays held on the stack, before the next allocation; the
+//! `symbols`, `classes` or `kept`, Ruby Arrays held on the stack, before the next allocation; the
 //! source bytes are copied into a Rust buffer first, so a moving GC cannot pull them away.
 
 use std::ffi::CString;
@@ -18,7 +19,7 @@ use rb_sys::VALUE;
 use rusty_core::marshal::{self as core, Reader};
 
 use super::classes;
-use super::ids::ids;
+use super::ids::{self, ids};
 
 const MAX_DEPTH: u32 = 1000;
 
@@ -36,6 +37,10 @@ struct Loader<'a> {
     plain_symbols: Vec<bool>,
     /// Classes of `o` records resolved so far: [symbol, class, ...] (0 until needed).
     classes: VALUE,
+    /// Objects MRI makes but does not enter in its tables (0 until needed).
+    kept: VALUE,
+    /// Whether `Time._load` was found to be the core one.
+    time_checked: bool,
     freeze: bool,
     depth: u32,
     utf8: c_int,
@@ -67,6 +72,8 @@ pub fn load(_ruby: &Ruby, source: Value, freeze: bool) -> Option<Value> {
         symbols,
         plain_symbols: Vec::new(),
         classes: 0,
+        kept: 0,
+        time_checked: false,
         freeze,
         depth: 0,
         utf8: unsafe { rb_sys::rb_utf8_encindex() },
@@ -74,7 +81,7 @@ pub fn load(_ruby: &Ruby, source: Value, freeze: bool) -> Option<Value> {
     };
     let result = loader.r_object();
     // The tables must outlive every object they protect.
-    std::hint::black_box((links, symbols, loader.classes));
+    std::hint::black_box((links, symbols, loader.classes, loader.kept));
     result.ok().map(|v| unsafe { Value::from_raw(v) })
 }
 
@@ -197,8 +204,10 @@ impl Loader<'_> {
                     Ok(self.leave_string(s))
                 }
                 core::TYPE_SYMBOL => self.r_symreal(true),
+                core::TYPE_USERDEF => self.r_time(true),
                 _ => Err(Fallback),
             },
+            core::TYPE_USERDEF => self.r_time(false),
             core::TYPE_SYMBOL => self.r_symreal(false),
             core::TYPE_SYMLINK => self.r_symlink().map(|(sym, _)| sym),
             core::TYPE_LINK => {
@@ -249,6 +258,72 @@ impl Loader<'_> {
             core::TYPE_OBJECT => self.r_plain_object(),
             _ => Err(Fallback),
         }
+    }
+
+    /// A `u` record of the core Time (the only `_load` class read natively): the String,
+    /// its ivars (the internal names `Time#_dump` writes, with the types it writes), then
+    /// `Time._load`; the Time takes its link index after the ivar values.
+    fn r_time(&mut self, with_ivars: bool) -> Load<VALUE> {
+        let ids = ids();
+        let (class_sym, _) = self.r_symbol()?;
+        if class_sym != ids.sym_time {
+            return Err(Fallback);
+        }
+        if !self.time_checked {
+            if !ids::core_time_load() {
+                return Err(Fallback);
+            }
+            self.time_checked = true;
+        }
+        let bytes = self.r.read_bytes().ok_or(Fallback)?;
+        let data =
+            unsafe { rb_sys::rb_str_new(bytes.as_ptr() as *const c_char, bytes.len() as c_long) };
+        self.keep(data);
+        if with_ivars {
+            let count = self.long()?;
+            for _ in 0..count {
+                let (name, plain) = self.r_symbol()?;
+                let id = unsafe { rb_sys::SYM2ID(name) };
+                if !plain || !ids.time_ivars.contains(&id) {
+                    return Err(Fallback);
+                }
+                let value = self.r_object()?;
+                let ok = if id == ids.time_ivars[1] {
+                    rb_sys::NIL_P(value)
+                        || unsafe {
+                            rb_sys::RB_TYPE_P(value, rb_sys::ruby_value_type::RUBY_T_STRING)
+                        }
+                } else if id == ids.time_ivars[4] {
+                    unsafe { rb_sys::RB_TYPE_P(value, rb_sys::ruby_value_type::RUBY_T_STRING) }
+                } else {
+                    rb_sys::FIXNUM_P(value)
+                        || unsafe {
+                            rb_sys::RB_TYPE_P(value, rb_sys::ruby_value_type::RUBY_T_BIGNUM)
+                        }
+                };
+                if !ok {
+                    return Err(Fallback);
+                }
+                unsafe { rb_sys::rb_ivar_set(data, id, value) };
+            }
+        }
+        let time = magnus::rb_sys::protect(|| unsafe {
+            rb_sys::rb_funcall(rb_sys::rb_cTime, ids.underscore_load, 1, data)
+        })
+        .map_err(|_| Fallback)?;
+        self.entry(time);
+        if self.freeze {
+            unsafe { rb_sys::rb_obj_freeze(time) };
+        }
+        Ok(time)
+    }
+
+    /// Holds `v` for the rest of the load (objects MRI does not enter in its tables).
+    fn keep(&mut self, v: VALUE) {
+        if self.kept == 0 {
+            self.kept = unsafe { rb_sys::rb_ary_new() };
+        }
+        unsafe { rb_sys::rb_ary_push(self.kept, v) };
     }
 
     /// An `o` record of a plain class: MRI reserves the link index first, finds the
