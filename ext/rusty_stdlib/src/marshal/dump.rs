@@ -1,9 +1,9 @@
 //! The native `Marshal.dump`: a walk over nil, true, false, Integer, Float, String,
-//! Symbol, Array, Hash and plain objects that writes MRI's exact bytes, or reports
+//! Symbol, Array, Hash, Time and plain objects that writes MRI's exact bytes, or reports
 //! `Fallback` as soon as it meets anything else.
 //!
-//! GC safety: the walk runs no Ruby code, but a method-cache fill can allocate, so the
-//! GC may run. The link tables are keyed by object address; they live in a `DumpTables`
+//! GC safety: the walk runs no Ruby code, but core C methods (`Time#_dump`, class paths,
+//! method-cache fills) allocate, so the GC may run. The link tables are keyed by object address; they live in a `DumpTables`
 //! TypedData kept on the stack whose `mark` pins every key with `rb_gc_mark`, so a
 //! compacting GC can neither free nor move an object we have numbered. The output is a
 //! plain Rust buffer (bytes, no Ruby values).

@@ -1,6 +1,7 @@
 //! `Marshal.dump` / `Marshal.load` for the core types that carry most traffic: nil, true,
-//! false, Integer, Float, String, Symbol, Array, Hash (with a default value) and plain
-//! objects (`o` records of named classes with Object's allocator and no dump hooks).
+//! false, Integer, Float, String, Symbol, Array, Hash (with a default value), Time (the
+//! core `_dump`/`_load`) and plain objects (`o` records of named classes with Object's
+//! allocator and no dump hooks).
 //!
 //! `RustyStdlib::Marshal.native_dump(obj, limit)` returns the dump as a String, or `nil`
 //! when the graph holds anything outside the native subset (then the shim calls the
