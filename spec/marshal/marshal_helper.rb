@@ -102,7 +102,7 @@ module MarshalHelper
       end
       kind = depth > 5 || @budget <= 0 ? @rng.rand(7) : @rng.rand(11)
       value = case kind
-              when 0 then [nil, true, false][@rng.rand(3)]
+              when 0 then [nil, true, false, nil, String, Kernel, RustyMarshalSpec::Point][@rng.rand(7)]
               when 1, 5 then integer
               when 2 then float
               when 3 then string

@@ -83,7 +83,9 @@ RSpec.describe "RustyStdlib::Marshal" do
     "times" => [Time.at(1_700_000_000, 123_456_789, :nsec), Time.at(1_700_000_000).utc, Time.at(0, in: "+09:00"),
                 Time.at(0).getlocal("-03:30"), Time.at(1.5), Time.at(Rational(1, 3)), Time.utc(2020, 1, 2, 3, 4, 5.25r),
                 Time.at(2**40), Time.at(-(2**40)), Time.utc(1, 1, 1), Time.now, [Time.at(0)] * 3,
-                { Time.at(7) => [Time.at(7).utc] }, [Time.at(0), Time.at(0)], Time.now.freeze]
+                { Time.at(7) => [Time.at(7).utc] }, [Time.at(0), Time.at(0)], Time.now.freeze],
+    "classes and modules" => [String, Kernel, Comparable, BasicObject, RustyMarshalSpec, RustyMarshalSpec::Point,
+                              [String, String, Kernel, Kernel], { Integer => Float }, Encoding::Converter, File::Constants]
   }
 
   describe "dump" do
@@ -166,6 +168,10 @@ RSpec.describe "RustyStdlib::Marshal" do
         def self._load(_str) = new
       end)
       Object.const_set(:RustyMarshalSpecTime, Class.new(Time))
+      Object.const_set(:RustyMarshalSpecClassDump, Class.new do
+        def self._dump(_level) = "c"
+        def self._load(_str) = self
+      end)
       Object.const_set(:RustyMarshalSpecResponder, Class.new do
         def respond_to?(*) = super
       end)
@@ -208,8 +214,13 @@ RSpec.describe "RustyStdlib::Marshal" do
       "a hash with a default proc" => [Hash.new { |h, k| h[k] = 1 }],
       "a ruby2_keywords hash" => [Hash.ruby2_keywords_hash({ a: 1 })],
       "a top-level ruby2_keywords hash" => Hash.ruby2_keywords_hash({ a: 1 }),
-      "Range, Regexp, Class, Module, Rational, Complex (a UTC Time beside them)" =>
+      "Range, Regexp, Rational, Complex (a Time, a class and a module beside them)" =>
         [1..2, /re/i, String, Kernel, Time.at(0, in: "UTC"), Rational(1, 3), Complex(1, 2)],
+      "an anonymous class or module" => [String, Class.new],
+      "an anonymous module" => [Module.new],
+      "a singleton class" => [String.singleton_class],
+      "a class that cannot be referred to" => [RustyMarshalSpecGoneInstance.class],
+      "a class with its own _dump" => [RustyMarshalSpecClassDump],
       "unsupported things deep inside supported ones" => [[{ a: [1, 2, RustyMarshalSpec::Point.new(Class.new.new)] }]],
       "an undumpable object" => [1, proc {}],
       "an anonymous class" => [Class.new]
@@ -420,6 +431,7 @@ RSpec.describe "RustyStdlib::Marshal" do
         Object.autoload(:RustyMarshalAutoloaded, file)
         bytes = "\x04\bo:\eRustyMarshalAutoloaded\x06:\a@ai\x06".b
         expect(native_load(bytes)).to equal(fallback)
+        expect(native_load("\x04\bc\eRustyMarshalAutoloaded".b)).to equal(fallback)
         expect(Object.autoload?(:RustyMarshalAutoloaded)).to eq(file) # not triggered by us
         expect(ours.load(bytes).a).to eq(1) # the stdlib autoloads it
       end
@@ -433,7 +445,10 @@ RSpec.describe "RustyStdlib::Marshal" do
         "\x04\bIu:\tTime\r \x80\x11\x80\x00\x00\x00\x00\x06:\vother\"\x06x",
         "\x04\bIu:\tTime\r \x80\x11\x80\x00\x00\x00\x00\x06:\tzoneo:\vObject\x00",
         "\x04\bu:\tTime\r \x80\x11\x80\x00\x00\x00\x00", "\x04\bu:\tTime\x06x",
-        "\x04\bu:\x1cRustyMarshalSpec::Point\x06x", "\x04\bu:\x0fRustyMarshalSpecTime\r \x80\x11\x80\x00\x00\x00\x00"
+        "\x04\bu:\x1cRustyMarshalSpec::Point\x06x", "\x04\bu:\x0fRustyMarshalSpecTime\r \x80\x11\x80\x00\x00\x00\x00",
+        # class and module records that name the wrong kind, nothing, or an odd path
+        "\x04\bc\vKernel", "\x04\bm\vString", "\x04\bc\x1cRustyMarshalNoSuchClass", "\x04\bc\x00",
+        "\x04\bc\x0c#<Foo>", "\x04\bc\x14String::Nope", "\x04\bM\vString", "\x04\bIc\vString\x06:\x06ET"
       ].each do |raw|
         expect_same_load(raw.b)
       end
@@ -469,7 +484,7 @@ RSpec.describe "RustyStdlib::Marshal" do
     end
 
     it "falls back for unsupported records and load options" do
-      values = [RuntimeError.new("x"), 1..2, /re/, String, Kernel, RustyMarshalSpecTime.at(0), Rational(1, 2), [+"x"].tap { |a| a.instance_variable_set(:@i, 1) },
+      values = [RuntimeError.new("x"), 1..2, /re/, RustyMarshalSpecTime.at(0), Rational(1, 2), [+"x"].tap { |a| a.instance_variable_set(:@i, 1) },
                 {}.compare_by_identity, Hash.ruby2_keywords_hash({ a: 1 }),
                 (+"iv").tap { |s| s.instance_variable_set(:@x, 1) }]
       values.each do |v|

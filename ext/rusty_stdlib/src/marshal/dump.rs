@@ -414,6 +414,8 @@ impl Dumper<'_> {
                 self.w_bignum(obj)
             }
             T::RUBY_T_OBJECT => self.w_plain_object(obj, klass, limit),
+            T::RUBY_T_CLASS => self.w_class_ref(obj, klass, core::TYPE_CLASS),
+            T::RUBY_T_MODULE => self.w_class_ref(obj, klass, core::TYPE_MODULE),
             T::RUBY_T_DATA if klass == unsafe { rb_sys::rb_cTime } => self.w_time(obj, limit),
             _ => Err(Fallback),
         }
@@ -479,6 +481,26 @@ impl Dumper<'_> {
         }
         self.remember(obj);
         self.depth -= 1;
+        Ok(())
+    }
+
+    /// A `c`/`m` record: a named class or module, by its ASCII path (which must lead back
+    /// to it). Singletons, anonymous ones and those with dump hooks go to the stdlib.
+    fn w_class_ref(&mut self, obj: VALUE, meta: VALUE, kind: u8) -> Step {
+        if flags(obj) & (rb_sys::ruby_fl_type::RUBY_FL_SINGLETON as VALUE) != 0
+            || !ids::plain_dump_class(obj, meta)
+        {
+            return Err(Fallback);
+        }
+        let path = unsafe { rb_sys::rb_class_path(obj) };
+        self.tables.pin(path);
+        let bytes = str_bytes(path);
+        if classes::resolve_path(bytes) != Some(obj) {
+            return Err(Fallback);
+        }
+        self.remember(obj);
+        self.out.push(kind);
+        core::write_bytes(&mut self.out, bytes);
         Ok(())
     }
 

@@ -256,6 +256,20 @@ impl Loader<'_> {
                 Ok(hash)
             }
             core::TYPE_OBJECT => self.r_plain_object(),
+            core::TYPE_CLASS | core::TYPE_MODULE => {
+                let path = self.r.read_bytes().ok_or(Fallback)?;
+                let v = classes::resolve_path(path).ok_or(Fallback)?;
+                let want = if t == core::TYPE_CLASS {
+                    rb_sys::ruby_value_type::RUBY_T_CLASS
+                } else {
+                    rb_sys::ruby_value_type::RUBY_T_MODULE
+                };
+                if unsafe { !rb_sys::RB_TYPE_P(v, want) } {
+                    return Err(Fallback);
+                }
+                self.entry(v);
+                Ok(v)
+            }
             _ => Err(Fallback),
         }
     }
