@@ -60,7 +60,8 @@ module MarshalHelper
     when Float
       [Float, [obj].pack("G"), frozen]
     when String
-      [obj.class, obj.b, obj.encoding, frozen, obj.instance_variables]
+      # ascii_only? and valid_encoding? read the coderange, which String#eql? also uses.
+      [obj.class, obj.b, obj.encoding, frozen, obj.instance_variables, obj.ascii_only?, obj.valid_encoding?]
     when Array
       [obj.class, frozen, obj.map { |e| describe(e, seen) }]
     when Time

@@ -66,6 +66,8 @@ RSpec.describe "RustyStdlib::Marshal" do
                  1.0 / 3, Math::PI, 1e100, heap_float, [heap_float, heap_float], 5e-324, Float::MAX, Float::MIN,
                  Float::INFINITY, -Float::INFINITY, Float::NAN, 2.0**70, [1.5, 1.5, 2.5]],
     "strings" => ["", "abc", "caf\u00e9", "abc".b, "\xff\xfe".b, "abc".encode("US-ASCII"),
+                  "caf\u00e9".dup.force_encoding("US-ASCII"),
+                  { "caf\u00e9".dup.force_encoding("US-ASCII") => 1, "caf\u00e9".b => 2, "caf\u00e9" => 3 },
                   "caf\u00e9".encode("ISO-8859-1"), "\u65e5\u672c".encode("Shift_JIS"), "\u65e5".encode("EUC-JP"),
                   "hi".encode("UTF-16LE"), "\xff".dup.force_encoding("UTF-8"), "x" * 300, "frozen".freeze,
                   ["a".encode("Shift_JIS"), "b".encode("Shift_JIS"), "c".encode("EUC-JP"), "d".encode("Shift_JIS")]],

@@ -451,8 +451,15 @@ impl Loader<'_> {
             done = 1;
             if sym == ids.sym_e {
                 let s = match self.byte()? {
-                    core::TYPE_TRUE => unsafe { rb_sys::rb_utf8_str_new(ptr, len) },
-                    core::TYPE_FALSE => unsafe { rb_sys::rb_usascii_str_new(ptr, len) },
+                    // rb_enc_str_new, not rb_usascii_str_new: Ruby 3.3's marks the String 7-bit
+                    // without looking, which is wrong for non-ASCII bytes (MRI leaves the
+                    // coderange unknown, and String#eql? depends on it).
+                    core::TYPE_TRUE => unsafe {
+                        rb_sys::rb_enc_str_new(ptr, len, rb_sys::rb_utf8_encoding())
+                    },
+                    core::TYPE_FALSE => unsafe {
+                        rb_sys::rb_enc_str_new(ptr, len, rb_sys::rb_usascii_encoding())
+                    },
                     _ => return Err(Fallback),
                 };
                 self.entry(s);
