@@ -312,6 +312,26 @@ RSpec.describe "RustyStdlib::Marshal" do
       expect(Marshal.load(out)).to eq([[true, true], [true, true], [true, true]])
     end
 
+    it "never runs a redefined Array#hash / Time#eql? / Module#hash itself (child process)" do
+      script = <<~RUBY
+        $LOAD_PATH.unshift(#{File.expand_path("../../lib", __dir__).dump})
+        require "rusty_stdlib"
+        m = RustyStdlib::Marshal
+        inputs = [{ [1] => 2 }, { Time.at(0) => 1 }, { String => 1 }].map { |v| m.stdlib_dump(v) }
+        before = inputs.map { |b| !m.native_load(b, false, m::FALLBACK).equal?(m::FALLBACK) }
+        $calls = []
+        class Array; alias_method :spec_hash, :hash; def hash = ($calls << :array; spec_hash); end
+        class Time; alias_method :spec_eql, :eql?; def eql?(o) = ($calls << :time; spec_eql(o)); end
+        class Module; alias_method :spec_hash, :hash; def hash = ($calls << :module; spec_hash); end
+        after = inputs.map { |b| m.native_load(b, false, m::FALLBACK).equal?(m::FALLBACK) }
+        calls_during_native = $calls.dup
+        loaded = inputs.map { |b| m.load(b).keys.first.class }
+        print Marshal.dump([before, after, calls_during_native, loaded, $calls.uniq.sort])
+      RUBY
+      out = IO.popen([RbConfig.ruby, "-w", "-e", script], err: %i[child out], &:read)
+      expect(Marshal.load(out)).to eq([[true, true, true], [true, true, true], [], [Array, Time, Class], %i[array module]])
+    end
+
     it "respects dump hooks defined on core classes" do
       String.class_eval do
         def _dump(_level) = "custom"

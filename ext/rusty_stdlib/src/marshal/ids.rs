@@ -112,7 +112,8 @@ pub fn core_time_dump(obj: VALUE) -> bool {
 }
 
 /// Whether `Time._load` is the core one (and asking `Time` about it runs no Ruby code),
-/// and the constant `Time` still names the core class.
+/// Times hash and compare with the core methods (as Hash keys), and the constant `Time`
+/// still names the core class.
 pub fn core_time_load() -> bool {
     let ids = ids();
     unsafe {
@@ -121,6 +122,8 @@ pub fn core_time_load() -> bool {
         rb_sys::rb_method_basic_definition_p(meta, ids.respond_to) != 0
             && rb_sys::rb_method_basic_definition_p(meta, ids.respond_to_missing) != 0
             && rb_sys::rb_method_basic_definition_p(meta, ids.underscore_load) != 0
+            && rb_sys::rb_method_basic_definition_p(time, ids.hash) != 0
+            && rb_sys::rb_method_basic_definition_p(time, ids.eql_p) != 0
             && super::classes::resolve_path(b"Time") == Some(time)
     }
 }

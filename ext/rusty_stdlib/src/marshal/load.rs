@@ -41,6 +41,8 @@ struct Loader<'a> {
     kept: VALUE,
     /// Whether `Time._load` was found to be the core one.
     time_checked: bool,
+    /// Whether Array and Hash were found to hash and compare with the core methods.
+    containers_hash_checked: bool,
     freeze: bool,
     depth: u32,
     utf8: c_int,
@@ -74,6 +76,7 @@ pub fn load(_ruby: &Ruby, source: Value, freeze: bool) -> Option<Value> {
         classes: 0,
         kept: 0,
         time_checked: false,
+        containers_hash_checked: false,
         freeze,
         depth: 0,
         utf8: unsafe { rb_sys::rb_utf8_encindex() },
@@ -112,6 +115,21 @@ fn new_hash(len: i64) -> VALUE {
         Some(f) => unsafe { f(len as c_long) },
         None => unsafe { rb_sys::rb_hash_new() },
     }
+}
+
+/// Whether instances of `klass` hash and compare with the core `hash` / `eql?`, so that
+/// using one as a Hash key runs no Ruby code.
+fn core_hashing(klass: VALUE) -> bool {
+    let ids = ids();
+    unsafe {
+        rb_sys::rb_method_basic_definition_p(klass, ids.hash) != 0
+            && rb_sys::rb_method_basic_definition_p(klass, ids.eql_p) != 0
+    }
+}
+
+#[inline]
+fn class_of(obj: VALUE) -> VALUE {
+    unsafe { (*(obj as *const rb_sys::RBasic)).klass }
 }
 
 #[inline]
@@ -244,6 +262,7 @@ impl Loader<'_> {
                 for _ in 0..len {
                     let key = self.r_object()?;
                     let value = self.r_object()?;
+                    self.check_key_hashing(key)?;
                     unsafe { rb_sys::rb_hash_aset(hash, key, value) };
                 }
                 if t == core::TYPE_HASH_DEF {
@@ -264,7 +283,7 @@ impl Loader<'_> {
                 } else {
                     rb_sys::ruby_value_type::RUBY_T_MODULE
                 };
-                if unsafe { !rb_sys::RB_TYPE_P(v, want) } {
+                if unsafe { !rb_sys::RB_TYPE_P(v, want) } || !core_hashing(class_of(v)) {
                     return Err(Fallback);
                 }
                 self.entry(v);
@@ -332,6 +351,25 @@ impl Loader<'_> {
         Ok(time)
     }
 
+    /// Inserting a Hash key calls its `hash` (and maybe `eql?`) methods unless it is a
+    /// String, Symbol or number. Every class and Time we load was checked to have the core
+    /// ones; Array and Hash keys (which hash their elements) need Array's and Hash's too.
+    fn check_key_hashing(&mut self, key: VALUE) -> Load<()> {
+        if self.containers_hash_checked || rb_sys::SPECIAL_CONST_P(key) {
+            return Ok(());
+        }
+        let t = unsafe { rb_sys::RB_BUILTIN_TYPE(key) };
+        if t == rb_sys::ruby_value_type::RUBY_T_ARRAY || t == rb_sys::ruby_value_type::RUBY_T_HASH {
+            if !core_hashing(unsafe { rb_sys::rb_cArray })
+                || !core_hashing(unsafe { rb_sys::rb_cHash })
+            {
+                return Err(Fallback);
+            }
+            self.containers_hash_checked = true;
+        }
+        Ok(())
+    }
+
     /// Holds `v` for the rest of the load (objects MRI does not enter in its tables).
     fn keep(&mut self, v: VALUE) {
         if self.kept == 0 {
@@ -396,14 +434,7 @@ impl Loader<'_> {
                     & (rb_sys::ruby_fl_type::RUBY_FL_SINGLETON as VALUE)
                     == 0
         };
-        // Hash keys are hashed as they are inserted: with the core `hash` and `eql?` that
-        // runs no Ruby code, so nothing user-visible happens before a possible fallback.
-        let ids = ids();
-        let core_hashing = unsafe {
-            rb_sys::rb_method_basic_definition_p(klass, ids.hash) != 0
-                && rb_sys::rb_method_basic_definition_p(klass, ids.eql_p) != 0
-        };
-        if !is_class || !core_hashing || !classes::allocates_plain_objects(klass) {
+        if !is_class || !core_hashing(klass) || !classes::allocates_plain_objects(klass) {
             return Err(Fallback);
         }
         unsafe {
