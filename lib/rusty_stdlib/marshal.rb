@@ -22,12 +22,6 @@ module RustyStdlib
     NOT_GIVEN = Object.new.freeze
     private_constant :NOT_GIVEN
 
-    @stdlib = {
-      dump: ::Marshal.method(:dump),
-      load: ::Marshal.method(:load),
-      restore: ::Marshal.method(:restore)
-    }.freeze
-
     class << self
       def unsupported_reason
         abi = RUBY_VERSION[/\A\d+\.\d+/]
@@ -47,22 +41,30 @@ module RustyStdlib
       # The stdlib's Marshal.dump, whether or not ours is installed.
       def stdlib_dump(obj, port = NOT_GIVEN, limit = NOT_GIVEN)
         if NOT_GIVEN.equal?(port)
-          @stdlib[:dump].call(obj)
+          stdlib_method(:dump).call(obj)
         elsif NOT_GIVEN.equal?(limit)
-          @stdlib[:dump].call(obj, port)
+          stdlib_method(:dump).call(obj, port)
         else
-          @stdlib[:dump].call(obj, port, limit)
+          stdlib_method(:dump).call(obj, port, limit)
         end
       end
 
       # The stdlib's Marshal.load.
       def stdlib_load(source, proc = nil, freeze: false)
-        @stdlib[:load].call(source, proc, freeze: freeze)
+        stdlib_method(:load).call(source, proc, freeze: freeze)
       end
 
       # The stdlib's Marshal.restore.
       def stdlib_restore(source, proc = nil, freeze: false)
-        @stdlib[:restore].call(source, proc, freeze: freeze)
+        stdlib_method(:restore).call(source, proc, freeze: freeze)
+      end
+
+      # Marshal's own method `name`, below any module prepended to it. Looked up on each
+      # call (not kept in an ivar) so that it also works inside a Ractor.
+      def stdlib_method(name)
+        method = ::Marshal.method(name)
+        method = method.super_method while method.owner != ::Marshal.singleton_class && method.super_method
+        method
       end
 
       # Ours, callable whether or not installed (the specs compare it with stdlib_dump).

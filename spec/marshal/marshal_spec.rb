@@ -573,6 +573,29 @@ RSpec.describe "RustyStdlib::Marshal" do
     end
   end
 
+  describe "in a Ractor" do
+    it "works natively, as the stdlib's Marshal does" do
+      experimental = Warning[:experimental]
+      Warning[:experimental] = false
+      begin
+        r = Ractor.new do
+          m = RustyStdlib::Marshal
+          v = [1, "a", { b: 2**70 }, Time.at(0), String, RustyMarshalSpec::Point.new(1.5, :s)]
+          bytes = Marshal.dump(v)
+          range = Marshal.dump([1..2, v]) # falls back (Range) through the prepended module
+          [bytes, m.native_dump(v, nil) == bytes, m.stdlib_dump(v) == bytes,
+           m.native_load(bytes, false, m::FALLBACK).equal?(m::FALLBACK), Marshal.dump(Marshal.load(bytes)) == bytes,
+           range == m.stdlib_dump([1..2, v]) && Marshal.load(range)[0] == (1..2)]
+        end
+        bytes, native_same, stdlib_same, fell_back, round_trip, range_ok = r.take
+      ensure
+        Warning[:experimental] = experimental
+      end
+      expect([native_same, stdlib_same, fell_back, round_trip, range_ok]).to eq([true, true, false, true, true])
+      expect(bytes).to eq(stdlib.dump([1, "a", { b: 2**70 }, Time.at(0), String, RustyMarshalSpec::Point.new(1.5, :s)]))
+    end
+  end
+
   describe "the shim" do
     it "is installed on this Ruby and reaches the native code" do
       expect(RustyStdlib.installed).to include(:marshal)

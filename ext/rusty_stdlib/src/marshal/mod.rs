@@ -30,10 +30,15 @@ pub fn init(ruby: &Ruby, root: RModule) -> Result<(), Error> {
     let module = root.define_module("Marshal")?;
     let tables = module.define_class("DumpTables", ruby.class_object())?;
     tables.undef_default_alloc_func();
-    module.define_singleton_method("native_dump", function!(native_dump, 2))?;
-    module.define_singleton_method("native_load", function!(native_load, 3))?;
     ids::init(ruby);
-    Ok(())
+    // The stdlib's Marshal works in any Ractor, so ours must too: these functions keep no
+    // shared mutable state (the statics are set once, before any call).
+    unsafe { rb_sys::rb_ext_ractor_safe(true) };
+    let defined = module
+        .define_singleton_method("native_dump", function!(native_dump, 2))
+        .and_then(|_| module.define_singleton_method("native_load", function!(native_load, 3)));
+    unsafe { rb_sys::rb_ext_ractor_safe(false) };
+    defined
 }
 
 /// The dump of `obj` with depth `limit` (nil for none), or nil to ask for the stdlib.
