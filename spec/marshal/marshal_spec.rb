@@ -617,6 +617,15 @@ RSpec.describe "RustyStdlib::Marshal" do
       expect(Marshal.load(bytes, proc { |x| x })).to eq(v)
     end
 
+    it "rejects bad arguments exactly as the stdlib" do
+      calls = [[:dump, []], [:dump, [1, 2, 3, 4]], [:load, []], [:restore, []], [:dump, [1, Object.new]],
+               [:dump, [1, nil, nil]], [:load, ["\x04\bi\x06".b, 5]], [:load, [[1]]], [:dump, [1, 2.5]]]
+      calls.each do |name, args|
+        expect_parity(ours.stdlib_method(name), Marshal.method(name)) { |m| m.call(*args) }
+      end
+      expect_parity(ours.stdlib_method(:load), Marshal.method(:load)) { |m| m.call("x", nil, foo: 1) }
+    end
+
     it "keeps the stdlib reachable" do
       expect(ours.stdlib_dump(:x)).to eq("\x04\b:\x06x".b)
       expect(ours.stdlib_restore("\x04\bi\x06".b)).to eq(1)

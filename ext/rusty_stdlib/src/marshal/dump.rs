@@ -552,13 +552,13 @@ impl Dumper<'_> {
             return Err(Fallback);
         }
         let path = unsafe { rb_sys::rb_class_path(klass) };
+        self.tables.pin(path); // its bytes are read while resolving (which may allocate)
         if classes::resolve_path(str_bytes(path)) != Some(klass) {
             return Err(Fallback);
         }
         let sym = magnus::rb_sys::protect(|| unsafe { rb_sys::rb_str_intern(path) })
             .map_err(|_| Fallback)?;
         self.tables.insert_class(klass, sym);
-        std::hint::black_box(path);
         Ok(sym)
     }
 

@@ -421,13 +421,15 @@ impl Loader<'_> {
             i += 2;
         }
         let name = unsafe { rb_sys::rb_sym2str(path_sym) };
-        let bytes = unsafe {
+        // Copied: resolving may allocate, and a compacting GC could move the name's bytes.
+        let path = unsafe {
             std::slice::from_raw_parts(
                 rb_sys::RSTRING_PTR(name) as *const u8,
                 rb_sys::RSTRING_LEN(name) as usize,
             )
-        };
-        let klass = classes::resolve_path(bytes).ok_or(Fallback)?;
+        }
+        .to_vec();
+        let klass = classes::resolve_path(&path).ok_or(Fallback)?;
         let is_class = unsafe {
             rb_sys::RB_TYPE_P(klass, rb_sys::ruby_value_type::RUBY_T_CLASS)
                 && (*(klass as *const rb_sys::RBasic)).flags
