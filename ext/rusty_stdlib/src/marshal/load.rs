@@ -5,16 +5,18 @@
 //! truncated input, returns `None` and the stdlib loads the same bytes instead (raising
 //! its own exception where the data is bad).
 //!
-//! GC safety: every heap object we create goes into `links` (MRI's data table),
-//! `symbols`, `classes` or `kept`, Ruby Arrays held on the stack, before the next allocation; the
+//! GC safety: every heap object we create goes into the link table (a marked TypedData),
+//! `symbols`, `classes` or `kept` (Ruby Arrays), all held on the stack, before the next
+//! allocation; the
 //! source bytes are copied into a Rust buffer first, so a moving GC cannot pull them away.
 
+use std::cell::UnsafeCell;
 use std::ffi::CString;
 use std::os::raw::{c_char, c_int, c_long};
 use std::sync::OnceLock;
 
 use magnus::rb_sys::{AsRawValue, FromRawValue};
-use magnus::{Ruby, Value};
+use magnus::{gc, typed_data::Obj, DataTypeFunctions, Ruby, TypedData, Value};
 use rb_sys::VALUE;
 use rusty_core::marshal::{self as core, Reader};
 
@@ -27,10 +29,32 @@ struct Fallback;
 
 type Load<T> = Result<T, Fallback>;
 
+/// MRI's `arg->data` (objects by link index), in a TypedData whose `mark` marks (and
+/// pins) every entry: cheaper than a Ruby Array, which needs a write barrier per push.
+#[derive(TypedData)]
+#[magnus(class = "RustyStdlib::Marshal::LoadTable", free_immediately, mark)]
+pub struct LoadTable {
+    // Touched only by `Loader` between Ruby calls and by `mark` inside them.
+    links: UnsafeCell<Vec<VALUE>>,
+}
+
+// SAFETY: plain integers, used only by the thread that holds the GVL.
+unsafe impl Send for LoadTable {}
+
+impl DataTypeFunctions for LoadTable {
+    fn mark(&self, _marker: &gc::Marker) {
+        for &v in unsafe { &*self.links.get() } {
+            if !rb_sys::SPECIAL_CONST_P(v) {
+                unsafe { rb_sys::rb_gc_mark(v) };
+            }
+        }
+    }
+}
+
 struct Loader<'a> {
     r: Reader<'a>,
     /// MRI's `arg->data`: objects by link index.
-    links: VALUE,
+    table: &'a LoadTable,
     /// MRI's `arg->symbols`: symbols by symlink index (nil while being read).
     symbols: VALUE,
     /// Whether each symbol was read without an encoding ivar (only those can name one).
@@ -47,10 +71,12 @@ struct Loader<'a> {
     depth: u32,
     utf8: c_int,
     usascii: c_int,
+    utf8_enc: *mut rb_sys::rb_encoding,
+    usascii_enc: *mut rb_sys::rb_encoding,
 }
 
 /// The object `source` holds, or `None` when the stdlib must load it.
-pub fn load(_ruby: &Ruby, source: Value, freeze: bool) -> Option<Value> {
+pub fn load(ruby: &Ruby, source: Value, freeze: bool) -> Option<Value> {
     let raw = source.as_raw();
     if unsafe { !rb_sys::RB_TYPE_P(raw, rb_sys::ruby_value_type::RUBY_T_STRING) } {
         return None;
@@ -66,11 +92,13 @@ pub fn load(_ruby: &Ruby, source: Value, freeze: bool) -> Option<Value> {
     if data.len() < 2 || data[0] != core::MAJOR || data[1] != core::MINOR {
         return None;
     }
-    let links = unsafe { rb_sys::rb_ary_new() };
+    let table: Obj<LoadTable> = ruby.obj_wrap(LoadTable {
+        links: UnsafeCell::new(Vec::with_capacity(16)),
+    });
     let symbols = unsafe { rb_sys::rb_ary_new() };
     let mut loader = Loader {
         r: Reader::new(&data[2..]),
-        links,
+        table: &table,
         symbols,
         plain_symbols: Vec::new(),
         classes: 0,
@@ -81,10 +109,12 @@ pub fn load(_ruby: &Ruby, source: Value, freeze: bool) -> Option<Value> {
         depth: 0,
         utf8: unsafe { rb_sys::rb_utf8_encindex() },
         usascii: unsafe { rb_sys::rb_usascii_encindex() },
+        utf8_enc: unsafe { rb_sys::rb_utf8_encoding() },
+        usascii_enc: unsafe { rb_sys::rb_usascii_encoding() },
     };
     let result = loader.r_object();
     // The tables must outlive every object they protect.
-    std::hint::black_box((links, symbols, loader.classes, loader.kept));
+    std::hint::black_box((&table, symbols, loader.classes, loader.kept));
     result.ok().map(|v| unsafe { Value::from_raw(v) })
 }
 
@@ -150,7 +180,7 @@ impl Loader<'_> {
 
     #[inline]
     fn entry(&mut self, v: VALUE) {
-        unsafe { rb_sys::rb_ary_push(self.links, v) };
+        unsafe { &mut *self.table.links.get() }.push(v);
     }
 
     /// MRI's `r_leave` for a finished String: with `freeze`, its interned copy.
@@ -230,11 +260,12 @@ impl Loader<'_> {
             core::TYPE_SYMLINK => self.r_symlink().map(|(sym, _)| sym),
             core::TYPE_LINK => {
                 let index = self.long()?;
-                let len = unsafe { rb_sys::RARRAY_LEN(self.links) } as i64;
+                let links = unsafe { &*self.table.links.get() };
+                let len = links.len() as i64;
                 if index < 0 || index >= len {
                     return Err(Fallback);
                 }
-                Ok(unsafe { rb_sys::RARRAY_AREF(self.links, index as isize) })
+                Ok(links[index as usize])
             }
             core::TYPE_ARRAY => {
                 let len = self.long()?;
@@ -381,12 +412,13 @@ impl Loader<'_> {
     /// An `o` record of a plain class: MRI reserves the link index first, finds the
     /// class, allocates, then sets the ivars.
     fn r_plain_object(&mut self) -> Load<VALUE> {
-        let slot = unsafe { rb_sys::RARRAY_LEN(self.links) };
+        let slot = unsafe { &*self.table.links.get() }.len();
         self.entry(qnil());
         let (path_sym, _) = self.r_symbol()?;
         let klass = self.object_class(path_sym)?;
         let obj = unsafe { rb_sys::rb_obj_alloc(klass) };
-        unsafe { rb_sys::rb_ary_store(self.links, slot, obj) };
+        let links = unsafe { &mut *self.table.links.get() };
+        links[slot] = obj;
         let count = self.long()?;
         for _ in 0..count {
             let (name, plain) = self.r_symbol()?;
@@ -487,11 +519,9 @@ impl Loader<'_> {
                     // rb_enc_str_new, not rb_usascii_str_new: Ruby 3.3's marks the String 7-bit
                     // without looking, which is wrong for non-ASCII bytes (MRI leaves the
                     // coderange unknown, and String#eql? depends on it).
-                    core::TYPE_TRUE => unsafe {
-                        rb_sys::rb_enc_str_new(ptr, len, rb_sys::rb_utf8_encoding())
-                    },
+                    core::TYPE_TRUE => unsafe { rb_sys::rb_enc_str_new(ptr, len, self.utf8_enc) },
                     core::TYPE_FALSE => unsafe {
-                        rb_sys::rb_enc_str_new(ptr, len, rb_sys::rb_usascii_encoding())
+                        rb_sys::rb_enc_str_new(ptr, len, self.usascii_enc)
                     },
                     _ => return Err(Fallback),
                 };

@@ -28,8 +28,10 @@ use magnus::{function, prelude::*, Error, RModule, Ruby, Value};
 
 pub fn init(ruby: &Ruby, root: RModule) -> Result<(), Error> {
     let module = root.define_module("Marshal")?;
-    let tables = module.define_class("DumpTables", ruby.class_object())?;
-    tables.undef_default_alloc_func();
+    for name in ["DumpTables", "LoadTable"] {
+        let class = module.define_class(name, ruby.class_object())?;
+        class.undef_default_alloc_func();
+    }
     ids::init(ruby);
     // The stdlib's Marshal works in any Ractor, so ours must too: these functions keep no
     // shared mutable state (the statics are set once, before any call).
