@@ -12,7 +12,8 @@ module RustyStdlib
   # handles the whole call (other classes, core subclasses, ivars on core objects,
   # singletons, dump hooks, IO ports, a load proc, classes that would need an autoload,
   # unusual or malformed bytes, depth limits and their errors). The stdlib
-  # stays reachable through stdlib_dump / stdlib_load / stdlib_restore.
+  # stays reachable through stdlib_dump / stdlib_load / stdlib_restore. Everything here
+  # also works inside a Ractor, as the stdlib's Marshal does.
   module Marshal
     # Ruby ABIs (major.minor) whose Marshal the specs prove we match.
     PROVEN_RUBIES = %w[3.1 3.3].freeze
