@@ -19,6 +19,10 @@ module RustyMarshalSpec
   end
 
   class Empty; end
+
+  Pair = Struct.new(:left, :right)
+  Keyed = Struct.new(:a, :b, keyword_init: true)
+  class SubPair < Pair; end
 end
 
 # Helpers for the Marshal parity specs.

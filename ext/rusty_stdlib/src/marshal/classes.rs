@@ -6,6 +6,8 @@
 
 use std::os::raw::{c_char, c_long};
 
+use std::sync::OnceLock;
+
 use rb_sys::{ruby_value_type as T, VALUE};
 use rusty_core::marshal as core;
 
@@ -56,4 +58,18 @@ pub fn allocates_plain_objects(klass: VALUE) -> bool {
         let object = rb_sys::rb_get_alloc_func(rb_sys::rb_cObject);
         ours.is_some() && ours.map(|f| f as usize) == object.map(|f| f as usize)
     }
+}
+
+/// Whether `klass` builds its instances with the allocator of `Struct.new` classes (so
+/// not Range, which Marshal converts through `rb_marshal_define_compat`, nor Data).
+/// The reference is `Process::Tms`, a core Struct class.
+pub fn allocates_structs(klass: VALUE) -> bool {
+    static REFERENCE: OnceLock<usize> = OnceLock::new();
+    let reference = *REFERENCE.get_or_init(|| {
+        resolve_path(b"Process::Tms")
+            .and_then(|tms| unsafe { rb_sys::rb_get_alloc_func(tms) })
+            .map_or(0, |f| f as usize)
+    });
+    reference != 0
+        && unsafe { rb_sys::rb_get_alloc_func(klass) }.map(|f| f as usize) == Some(reference)
 }

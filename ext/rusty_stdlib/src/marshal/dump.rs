@@ -414,6 +414,7 @@ impl Dumper<'_> {
                 self.w_bignum(obj)
             }
             T::RUBY_T_OBJECT => self.w_plain_object(obj, klass, limit),
+            T::RUBY_T_STRUCT => self.w_struct(obj, klass, limit),
             T::RUBY_T_CLASS => self.w_class_ref(obj, klass, core::TYPE_CLASS),
             T::RUBY_T_MODULE => self.w_class_ref(obj, klass, core::TYPE_MODULE),
             T::RUBY_T_DATA if klass == unsafe { rb_sys::rb_cTime } => self.w_time(obj, limit),
@@ -504,6 +505,39 @@ impl Dumper<'_> {
         Ok(())
     }
 
+    /// An `S` record: a Struct of a named `Struct.new` class, member by member. (Loading
+    /// `S` records is left to the stdlib: it depends on `keyword_init` internals.)
+    fn w_struct(&mut self, obj: VALUE, klass: VALUE, limit: i32) -> Step {
+        let path_sym = self.struct_class(obj, klass)?;
+        if flags(obj) & FL_EXIVAR != 0 {
+            return Err(Fallback);
+        }
+        self.remember(obj);
+        let members = magnus::rb_sys::protect(|| unsafe { rb_sys::rb_struct_members(obj) })
+            .map_err(|_| Fallback)?;
+        self.tables.pin(members);
+        let len = unsafe { rb_sys::RARRAY_LEN(members) };
+        let size = unsafe { rb_sys::rb_struct_size(obj) };
+        if !rb_sys::FIXNUM_P(size) || unsafe { rb_sys::FIX2LONG(size) } != len {
+            return Err(Fallback);
+        }
+        self.enter()?;
+        self.out.push(core::TYPE_STRUCT);
+        self.w_symbol(path_sym)?;
+        self.w_long(len as i64);
+        for i in 0..len {
+            let member = unsafe { rb_sys::RARRAY_AREF(members, i as isize) };
+            if !rb_sys::STATIC_SYM_P(member) && unsafe { !rb_sys::RB_DYNAMIC_SYM_P(member) } {
+                return Err(Fallback);
+            }
+            self.w_symbol(member)?;
+            let value = unsafe { rb_sys::rb_struct_aref(obj, rb_sys::LONG2FIX(i as _)) };
+            self.w_object(value, limit)?;
+        }
+        self.depth -= 1;
+        Ok(())
+    }
+
     /// An `o` record: a plain object of a named class, with its instance variables.
     fn w_plain_object(&mut self, obj: VALUE, klass: VALUE, limit: i32) -> Step {
         let path_sym = self.object_class(obj, klass)?;
@@ -542,11 +576,25 @@ impl Dumper<'_> {
     /// way MRI writes them: a named, non-singleton class with Object's allocator and no
     /// dump hooks, whose path leads back to it.
     fn object_class(&mut self, obj: VALUE, klass: VALUE) -> Result<VALUE, Fallback> {
+        self.named_class(obj, klass, classes::allocates_plain_objects)
+    }
+
+    /// `object_class` for the class of an `S` record (a `Struct.new` class).
+    fn struct_class(&mut self, obj: VALUE, klass: VALUE) -> Result<VALUE, Fallback> {
+        self.named_class(obj, klass, classes::allocates_structs)
+    }
+
+    fn named_class(
+        &mut self,
+        obj: VALUE,
+        klass: VALUE,
+        right_allocator: fn(VALUE) -> bool,
+    ) -> Result<VALUE, Fallback> {
         if let Some(sym) = self.tables.lookup_class(klass) {
             return Ok(sym);
         }
         if flags(klass) & (rb_sys::ruby_fl_type::RUBY_FL_SINGLETON as VALUE) != 0
-            || !classes::allocates_plain_objects(klass)
+            || !right_allocator(klass)
             || !ids::plain_dump_class(obj, klass)
         {
             return Err(Fallback);
