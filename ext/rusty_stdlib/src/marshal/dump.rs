@@ -1,5 +1,6 @@
 //! The native `Marshal.dump`: a walk over nil, true, false, Integer, Float, String,
-//! Symbol, Array, Hash, Time and plain objects that writes MRI's exact bytes, or reports
+//! Symbol, Array, Hash, Time, classes, modules, Structs and plain objects that writes
+//! MRI's exact bytes, or reports
 //! `Fallback` as soon as it meets anything else.
 //!
 //! GC safety: the walk runs no Ruby code, but core C methods (`Time#_dump`, class paths,
