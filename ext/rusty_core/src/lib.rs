@@ -5,4 +5,5 @@
 
 pub mod digest;
 pub mod hex;
+pub mod marshal;
 pub mod net_http;

@@ -7,12 +7,14 @@ use magnus::{Error, Ruby};
 
 mod digest;
 mod helpers;
+mod marshal;
 mod net_http;
 
 #[magnus::init(name = "rusty_stdlib")]
 fn init(ruby: &Ruby) -> Result<(), Error> {
     let root = ruby.define_module("RustyStdlib")?;
     digest::init(ruby, root)?;
+    marshal::init(ruby, root)?;
     net_http::init(ruby, root)?;
     Ok(())
 }

@@ -1,0 +1,198 @@
+use super::*;
+
+fn long(x: i64) -> Vec<u8> {
+    let mut v = Vec::new();
+    write_long(&mut v, x);
+    v
+}
+
+fn text(d: f64) -> String {
+    let mut buf = [0u8; 40];
+    let n = float_text(d, &mut buf);
+    String::from_utf8(buf[..n].to_vec()).unwrap()
+}
+
+#[test]
+fn long_encoding_matches_mri() {
+    assert_eq!(long(0), [0]);
+    assert_eq!(long(1), [6]);
+    assert_eq!(long(122), [127]);
+    assert_eq!(long(123), [1, 123]);
+    assert_eq!(long(-1), [0xfa]);
+    assert_eq!(long(-123), [0x80]);
+    assert_eq!(long(-124), [0xff, 0x84]);
+    assert_eq!(long(256), [2, 0, 1]);
+    assert_eq!(long(-256), [0xff, 0]);
+    assert_eq!(long(-257), [0xfe, 0xff, 0xfe]);
+    assert_eq!(long((1 << 30) - 1), [4, 0xff, 0xff, 0xff, 0x3f]);
+    assert_eq!(long(-(1 << 30)), [0xfc, 0, 0, 0, 0xc0]);
+}
+
+#[test]
+fn long_round_trips() {
+    let samples = [
+        0i64,
+        1,
+        -1,
+        4,
+        5,
+        -4,
+        -5,
+        122,
+        123,
+        -123,
+        -124,
+        255,
+        256,
+        -255,
+        -256,
+        -257,
+        65535,
+        65536,
+        -65536,
+        -65537,
+        1 << 24,
+        -(1 << 24),
+        i32::MAX as i64,
+        i32::MIN as i64,
+    ];
+    for x in samples {
+        let bytes = long(x);
+        let mut r = Reader::new(&bytes);
+        assert_eq!(r.read_long(), Some(x), "{x}");
+        assert_eq!(r.remaining(), 0);
+    }
+}
+
+#[test]
+fn read_long_truncated() {
+    assert_eq!(Reader::new(&[]).read_long(), None);
+    assert_eq!(Reader::new(&[2, 1]).read_long(), None);
+    assert_eq!(Reader::new(&[0xfe, 1]).read_long(), None);
+}
+
+#[test]
+fn fixnum_range_is_30_bits() {
+    assert!(fixnum_fits_i((1 << 30) - 1));
+    assert!(!fixnum_fits_i(1 << 30));
+    assert!(fixnum_fits_i(-(1 << 30)));
+    assert!(!fixnum_fits_i(-(1 << 30) - 1));
+}
+
+#[test]
+fn bignum_shorts_are_minimal() {
+    assert_eq!(bignum_shorts(1 << 30), ([0, 0, 0, 0x40, 0, 0, 0, 0], 2));
+    assert_eq!(bignum_shorts(1 << 32).1, 3);
+    assert_eq!(bignum_shorts(u64::MAX).1, 4);
+}
+
+#[test]
+fn float_text_matches_mri_layout() {
+    assert_eq!(text(f64::NAN), "nan");
+    assert_eq!(text(f64::INFINITY), "inf");
+    assert_eq!(text(f64::NEG_INFINITY), "-inf");
+    assert_eq!(text(0.0), "0");
+    assert_eq!(text(-0.0), "-0");
+    assert_eq!(text(1.5), "1.5");
+    assert_eq!(text(100.0), "1e2");
+    assert_eq!(text(123456789.0), "123456789");
+    assert_eq!(text(1e16), "1e16");
+    assert_eq!(text(0.1), "0.1");
+    assert_eq!(text(0.0001), "0.0001");
+    assert_eq!(text(1.0e-5), "1e-5");
+    assert_eq!(text(-1.25e-7), "-1.25e-7");
+    assert_eq!(text(1e300), "1e300");
+    assert_eq!(text(5e-324), "5e-324");
+    assert_eq!(text(f64::MAX), "1.7976931348623157e308");
+    assert_eq!(text(12.0), "12");
+    assert_eq!(text(0.3), "0.3");
+    assert_eq!(text(2.5e-3), "0.0025");
+}
+
+#[test]
+fn parse_float_reads_what_we_write() {
+    let samples = [
+        1.5,
+        100.0,
+        0.1,
+        1e-5,
+        -1.25e-7,
+        1e300,
+        5e-324,
+        f64::MAX,
+        12.0,
+        0.0025,
+        -0.0,
+        0.0,
+        std::f64::consts::PI,
+        2.2250738585072014e-308,
+    ];
+    for d in samples {
+        let t = text(d);
+        let back = parse_float(t.as_bytes()).unwrap();
+        assert_eq!(back.to_bits(), d.to_bits(), "{t}");
+    }
+    assert!(parse_float(b"nan").unwrap().is_nan());
+    assert_eq!(parse_float(b"-inf"), Some(f64::NEG_INFINITY));
+}
+
+#[test]
+fn parse_float_rejects_the_unusual() {
+    for bad in [
+        &b""[..],
+        b"1.",
+        b".5",
+        b"1e",
+        b"0x1p3",
+        b" 1",
+        b"1\x00ab",
+        b"+1",
+        b"1e+5",
+        b"infinity",
+        b"NaN",
+        b"123456789012345678",
+        b"1e12345",
+        b"-",
+    ] {
+        assert_eq!(parse_float(bad), None, "{:?}", String::from_utf8_lossy(bad));
+    }
+}
+
+#[test]
+fn reader_bytes() {
+    let mut r = Reader::new(&[8, b'a', b'b', b'c', 7]);
+    assert_eq!(r.read_bytes(), Some(&b"abc"[..]));
+    assert_eq!(r.read_bytes(), None);
+    assert_eq!(Reader::new(&[0xfa]).read_bytes(), None);
+}
+
+#[test]
+fn float_ties_round_half_even_like_dtoa() {
+    // Exactly halfway between two 17-digit candidates; MRI keeps the even digit.
+    let cases = [
+        (0x428921eacf52ff40u64, "3454183008863.9062"),
+        (0xc31aed50192d21f9, "-1894819417507966.2"),
+        (0xc2d149d106a11fe8, "-76034948629631.62"),
+        (0xc2be31ab024fe890, "-33198671286248.562"),
+        (0x430c69c577ef110a, "999699523691041.2"),
+    ];
+    for (bits, want) in cases {
+        assert_eq!(text(f64::from_bits(bits)), want);
+    }
+}
+
+#[test]
+fn splits_class_paths() {
+    let parts: Vec<_> = split_class_path(b"A::Bc::D").collect();
+    assert_eq!(
+        parts,
+        vec![Some(&b"A"[..]), Some(&b"Bc"[..]), Some(&b"D"[..])]
+    );
+    assert_eq!(
+        split_class_path(b"Object").collect::<Vec<_>>(),
+        vec![Some(&b"Object"[..])]
+    );
+    for bad in [&b"A:B"[..], b"A::", b"::A", b"", b"A:::B"] {
+        assert!(split_class_path(bad).any(|p| p.is_none()), "{:?}", bad);
+    }
+}

@@ -1,0 +1,795 @@
+//! The native `Marshal.dump`: a walk over nil, true, false, Integer, Float, String,
+//! Symbol, Array, Hash, Time, classes, modules, Structs and plain objects that writes
+//! MRI's exact bytes, or reports
+//! `Fallback` as soon as it meets anything else.
+//!
+//! GC safety: the walk runs no Ruby code, but core C methods (`Time#_dump`, class paths,
+//! method-cache fills) allocate, so the GC may run. The link tables are keyed by object address; they live in a `DumpTables`
+//! TypedData kept on the stack whose `mark` pins every key with `rb_gc_mark`, so a
+//! compacting GC can neither free nor move an object we have numbered. The output is a
+//! plain Rust buffer (bytes, no Ruby values).
+
+use std::cell::UnsafeCell;
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+use std::os::raw::c_int;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use magnus::rb_sys::AsRawValue;
+use magnus::{gc, typed_data::Obj, DataTypeFunctions, Ruby, TypedData, Value};
+use rb_sys::{ruby_value_type as T, VALUE};
+use rusty_core::marshal as core;
+
+use super::classes;
+use super::ids::{self, ids};
+
+/// Recursion deeper than this goes to the stdlib (which matches MRI by definition,
+/// including its SystemStackError on absurd depths).
+const MAX_DEPTH: u32 = 1000;
+
+/// The largest length `w_long` can write (it is 32-bit signed on every platform).
+const MAX_LEN: usize = i32::MAX as usize;
+
+const FL_EXIVAR: VALUE = rb_sys::ruby_fl_type::RUBY_FL_EXIVAR as VALUE;
+/// `RHASH_PASS_AS_KEYWORDS` (ruby2_keywords flag) and `RHASH_PROC_DEFAULT` in 3.1..3.3.
+const FL_HASH_KEYWORDS: VALUE = rb_sys::ruby_fl_type::RUBY_FL_USER1 as VALUE;
+const FL_HASH_PROC_DEFAULT: VALUE = rb_sys::ruby_fl_type::RUBY_FL_USER2 as VALUE;
+
+/// The graph holds something the native writer leaves to the stdlib.
+pub struct Fallback;
+
+type Step = Result<(), Fallback>;
+
+/// Multiplicative hashing of object addresses (8-byte aligned, so spread the bits).
+#[derive(Default)]
+pub struct AddrHasher(u64);
+
+impl Hasher for AddrHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 ^ b as u64).wrapping_mul(0x100_0000_01b3);
+        }
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+    fn finish(&self) -> u64 {
+        self.0 ^ (self.0 >> 31)
+    }
+}
+
+type AddrMap = HashMap<VALUE, u32, BuildHasherDefault<AddrHasher>>;
+
+/// The `@` link table and the `;` symbol table of one dump.
+#[derive(TypedData)]
+#[magnus(class = "RustyStdlib::Marshal::DumpTables", free_immediately, mark)]
+pub struct DumpTables {
+    // Touched only inside `Dumper`'s short lookup/insert calls (which never call Ruby)
+    // and by `mark` (which only runs inside a Ruby call), so accesses never overlap.
+    objects: UnsafeCell<AddrMap>,
+    symbols: UnsafeCell<AddrMap>,
+    /// Classes of `o` records already checked, with the symbol of their path.
+    classes: UnsafeCell<Vec<(VALUE, VALUE)>>,
+    /// Objects we made while dumping (the Strings `Time#_dump` returns).
+    pinned: UnsafeCell<Vec<VALUE>>,
+}
+
+// SAFETY: the tables hold plain integers; the object is only used on the thread that
+// holds the GVL.
+unsafe impl Send for DumpTables {}
+
+impl DataTypeFunctions for DumpTables {
+    fn mark(&self, _marker: &gc::Marker) {
+        for &v in unsafe { &*self.pinned.get() } {
+            unsafe { rb_sys::rb_gc_mark(v) };
+        }
+        for &(klass, sym) in unsafe { &*self.classes.get() } {
+            unsafe {
+                rb_sys::rb_gc_mark(klass);
+                if !rb_sys::SPECIAL_CONST_P(sym) {
+                    rb_sys::rb_gc_mark(sym);
+                }
+            }
+        }
+        for table in [&self.objects, &self.symbols] {
+            let table = unsafe { &*table.get() };
+            for &key in table.keys() {
+                if !rb_sys::SPECIAL_CONST_P(key) {
+                    // rb_gc_mark (not the movable variant) also pins the object.
+                    unsafe { rb_sys::rb_gc_mark(key) };
+                }
+            }
+        }
+    }
+}
+
+impl DumpTables {
+    #[inline]
+    fn lookup_object(&self, obj: VALUE) -> Option<u32> {
+        unsafe { &*self.objects.get() }.get(&obj).copied()
+    }
+    #[inline]
+    fn insert_object(&self, obj: VALUE, index: u32) {
+        unsafe { &mut *self.objects.get() }.insert(obj, index);
+    }
+    fn lookup_class(&self, klass: VALUE) -> Option<VALUE> {
+        let classes = unsafe { &*self.classes.get() };
+        classes
+            .iter()
+            .find(|(k, _)| *k == klass)
+            .map(|&(_, sym)| sym)
+    }
+    fn pin(&self, v: VALUE) {
+        unsafe { &mut *self.pinned.get() }.push(v);
+    }
+    fn insert_class(&self, klass: VALUE, sym: VALUE) {
+        unsafe { &mut *self.classes.get() }.push((klass, sym));
+    }
+    #[inline]
+    fn lookup_symbol(&self, sym: VALUE) -> Option<u32> {
+        unsafe { &*self.symbols.get() }.get(&sym).copied()
+    }
+    #[inline]
+    fn insert_symbol(&self, sym: VALUE, index: u32) {
+        unsafe { &mut *self.symbols.get() }.insert(sym, index);
+    }
+}
+
+/// How a String or Symbol's encoding is written (MRI's `encoding_name`).
+#[derive(Clone, Copy)]
+enum EncName {
+    None,
+    UsAscii,
+    Utf8,
+    Other(c_int),
+}
+
+// Bits of `Dumper::checked`: core classes whose dump hooks were found absent.
+const CHECK_STRING: u8 = 1;
+const CHECK_ARRAY: u8 = 2;
+const CHECK_HASH: u8 = 4;
+const CHECK_FLOAT: u8 = 8;
+const CHECK_INTEGER: u8 = 16;
+const CHECK_TIME: u8 = 32;
+
+struct Dumper<'t> {
+    out: Vec<u8>,
+    tables: &'t DumpTables,
+    num_entries: u32,
+    num_symbols: u32,
+    /// Link index of each non-UTF-8/US-ASCII encoding name string already written.
+    enc_names: Vec<(c_int, u32)>,
+    checked: u8,
+    depth: u32,
+    utf8: c_int,
+    usascii: c_int,
+}
+
+/// The dump of `obj`, or `None` when it must go to the stdlib.
+pub fn dump(ruby: &Ruby, obj: Value, limit: i32) -> Option<Vec<u8>> {
+    let tables: Obj<DumpTables> = ruby.obj_wrap(DumpTables {
+        // Sized so that typical small dumps never rehash.
+        objects: UnsafeCell::new(AddrMap::with_capacity_and_hasher(32, Default::default())),
+        symbols: UnsafeCell::new(AddrMap::with_capacity_and_hasher(16, Default::default())),
+        classes: UnsafeCell::new(Vec::new()),
+        pinned: UnsafeCell::new(Vec::new()),
+    });
+    let mut dumper = Dumper {
+        out: Vec::with_capacity(128),
+        tables: &tables,
+        num_entries: 0,
+        num_symbols: 0,
+        enc_names: Vec::new(),
+        checked: 0,
+        depth: 0,
+        utf8: unsafe { rb_sys::rb_utf8_encindex() },
+        usascii: unsafe { rb_sys::rb_usascii_encindex() },
+    };
+    dumper.out.push(core::MAJOR);
+    dumper.out.push(core::MINOR);
+    let result = dumper.w_object(obj.as_raw(), limit);
+    let out = std::mem::take(&mut dumper.out);
+    // Keep the tables (and so the pins) alive until the walk is over.
+    std::hint::black_box(&tables);
+    result.ok().map(|_| out)
+}
+
+#[inline]
+fn flags(obj: VALUE) -> VALUE {
+    unsafe { (*(obj as *const rb_sys::RBasic)).flags }
+}
+
+#[inline]
+fn class_of(obj: VALUE) -> VALUE {
+    unsafe { (*(obj as *const rb_sys::RBasic)).klass }
+}
+
+#[inline]
+fn str_bytes<'a>(s: VALUE) -> &'a [u8] {
+    unsafe {
+        let len = rb_sys::RSTRING_LEN(s) as usize;
+        if len == 0 {
+            return &[];
+        }
+        std::slice::from_raw_parts(rb_sys::RSTRING_PTR(s) as *const u8, len)
+    }
+}
+
+struct IvarCount {
+    count: usize,
+    odd: bool,
+}
+
+unsafe extern "C" fn count_ivar(id: rb_sys::ID, _value: VALUE, arg: rb_sys::st_data_t) -> c_int {
+    let count = &mut *(arg as *mut IvarCount);
+    let ids = ids();
+    if id == ids.id_e
+        || id == ids.id_k
+        || id == ids.id_encoding
+        || rb_sys::rb_id2str(id) == rb_sys::Qfalse as VALUE
+        || rb_sys::rb_id2str(id) == 0
+    {
+        count.odd = true;
+    } else {
+        count.count += 1;
+    }
+    rb_sys::st_retval::ST_CONTINUE as c_int
+}
+
+struct IvarWalk<'a, 't> {
+    dumper: &'a mut Dumper<'t>,
+    limit: i32,
+    failed: bool,
+}
+
+unsafe extern "C" fn write_ivar(id: rb_sys::ID, value: VALUE, arg: rb_sys::st_data_t) -> c_int {
+    let walk = &mut *(arg as *mut IvarWalk);
+    let step = catch_unwind(AssertUnwindSafe(|| {
+        walk.dumper.w_symbol(rb_sys::ID2SYM(id))?;
+        walk.dumper.w_object(value, walk.limit)
+    }));
+    match step {
+        Ok(Ok(())) => rb_sys::st_retval::ST_CONTINUE as c_int,
+        _ => {
+            walk.failed = true;
+            rb_sys::st_retval::ST_STOP as c_int
+        }
+    }
+}
+
+struct HashWalk<'a, 't> {
+    dumper: &'a mut Dumper<'t>,
+    limit: i32,
+    failed: bool,
+}
+
+unsafe extern "C" fn hash_each(key: VALUE, value: VALUE, arg: VALUE) -> c_int {
+    let walk = &mut *(arg as *mut HashWalk);
+    let step = catch_unwind(AssertUnwindSafe(|| {
+        walk.dumper.w_object(key, walk.limit)?;
+        walk.dumper.w_object(value, walk.limit)
+    }));
+    match step {
+        Ok(Ok(())) => rb_sys::st_retval::ST_CONTINUE as c_int,
+        _ => {
+            walk.failed = true;
+            rb_sys::st_retval::ST_STOP as c_int
+        }
+    }
+}
+
+impl Dumper<'_> {
+    #[inline]
+    fn w_long(&mut self, x: i64) {
+        core::write_long(&mut self.out, x);
+    }
+
+    #[inline]
+    fn remember(&mut self, obj: VALUE) {
+        self.tables.insert_object(obj, self.num_entries);
+        self.num_entries += 1;
+    }
+
+    /// Checks once per dump that `klass` has no dump hooks (see `ids::plain_dump_class`).
+    #[inline]
+    fn check_class(&mut self, bit: u8, obj: VALUE, klass: VALUE) -> Step {
+        if self.checked & bit != 0 {
+            return Ok(());
+        }
+        if !ids::plain_dump_class(obj, klass) {
+            return Err(Fallback);
+        }
+        if bit == CHECK_HASH {
+            let ids = ids();
+            let basic = unsafe {
+                rb_sys::rb_method_basic_definition_p(klass, ids.default) != 0
+                    && rb_sys::rb_method_basic_definition_p(klass, ids.compare_by_identity_p) != 0
+            };
+            if !basic {
+                return Err(Fallback);
+            }
+        }
+        self.checked |= bit;
+        Ok(())
+    }
+
+    fn w_object(&mut self, obj: VALUE, limit: i32) -> Step {
+        if limit == 0 {
+            // The stdlib raises "exceed depth limit" here; let it.
+            return Err(Fallback);
+        }
+        if rb_sys::NIL_P(obj) {
+            self.out.push(core::TYPE_NIL);
+            return Ok(());
+        }
+        if obj == rb_sys::Qtrue as VALUE {
+            self.out.push(core::TYPE_TRUE);
+            return Ok(());
+        }
+        if obj == rb_sys::Qfalse as VALUE {
+            self.out.push(core::TYPE_FALSE);
+            return Ok(());
+        }
+        if rb_sys::FIXNUM_P(obj) {
+            let n = unsafe { rb_sys::FIX2LONG(obj) } as i64;
+            return self.w_fixnum(obj, n, limit);
+        }
+        if rb_sys::STATIC_SYM_P(obj) {
+            return self.w_symbol(obj);
+        }
+        if rb_sys::SPECIAL_CONST_P(obj) && !rb_sys::FLONUM_P(obj) {
+            return Err(Fallback);
+        }
+        if let Some(index) = self.tables.lookup_object(obj) {
+            self.out.push(core::TYPE_LINK);
+            self.w_long(index as i64);
+            return Ok(());
+        }
+        let limit = if limit > 0 { limit - 1 } else { limit };
+        if rb_sys::FLONUM_P(obj) {
+            let float_class = unsafe { rb_sys::rb_cFloat };
+            self.check_class(CHECK_FLOAT, obj, float_class)?;
+            self.remember(obj);
+            self.out.push(core::TYPE_FLOAT);
+            core::write_float_body(&mut self.out, unsafe { rb_sys::NUM2DBL(obj) });
+            return Ok(());
+        }
+        let klass = class_of(obj);
+        match unsafe { rb_sys::RB_BUILTIN_TYPE(obj) } {
+            T::RUBY_T_SYMBOL => self.w_symbol(obj),
+            T::RUBY_T_STRING if klass == unsafe { rb_sys::rb_cString } => {
+                self.check_class(CHECK_STRING, obj, klass)?;
+                if flags(obj) & FL_EXIVAR != 0 {
+                    return Err(Fallback);
+                }
+                self.remember(obj);
+                let enc = self.encoding_name(obj);
+                if !matches!(enc, EncName::None) {
+                    self.out.push(core::TYPE_IVAR);
+                }
+                self.out.push(core::TYPE_STRING);
+                let bytes = str_bytes(obj);
+                if bytes.len() > MAX_LEN {
+                    return Err(Fallback); // MRI: "long too big to dump"
+                }
+                core::write_bytes(&mut self.out, bytes);
+                if !matches!(enc, EncName::None) {
+                    self.w_long(1);
+                    self.w_encoding(enc)?;
+                }
+                Ok(())
+            }
+            T::RUBY_T_ARRAY if klass == unsafe { rb_sys::rb_cArray } => {
+                self.check_class(CHECK_ARRAY, obj, klass)?;
+                if flags(obj) & FL_EXIVAR != 0 {
+                    return Err(Fallback);
+                }
+                self.remember(obj);
+                self.enter()?;
+                let len = unsafe { rb_sys::RARRAY_LEN(obj) };
+                if len as usize > MAX_LEN {
+                    return Err(Fallback);
+                }
+                self.out.push(core::TYPE_ARRAY);
+                self.w_long(len as i64);
+                for i in 0..len {
+                    let item = unsafe { rb_sys::RARRAY_AREF(obj, i as isize) };
+                    self.w_object(item, limit)?;
+                }
+                self.depth -= 1;
+                Ok(())
+            }
+            T::RUBY_T_HASH if klass == unsafe { rb_sys::rb_cHash } => {
+                self.w_hash(obj, klass, limit)
+            }
+            T::RUBY_T_FLOAT if klass == unsafe { rb_sys::rb_cFloat } => {
+                self.check_class(CHECK_FLOAT, obj, klass)?;
+                self.remember(obj);
+                self.out.push(core::TYPE_FLOAT);
+                core::write_float_body(&mut self.out, unsafe { rb_sys::NUM2DBL(obj) });
+                Ok(())
+            }
+            T::RUBY_T_BIGNUM if klass == unsafe { rb_sys::rb_cInteger } => {
+                self.check_class(CHECK_INTEGER, obj, klass)?;
+                self.remember(obj);
+                self.w_bignum(obj)
+            }
+            T::RUBY_T_OBJECT => self.w_plain_object(obj, klass, limit),
+            T::RUBY_T_STRUCT => self.w_struct(obj, klass, limit),
+            T::RUBY_T_CLASS => self.w_class_ref(obj, klass, core::TYPE_CLASS),
+            T::RUBY_T_MODULE => self.w_class_ref(obj, klass, core::TYPE_MODULE),
+            T::RUBY_T_DATA if klass == unsafe { rb_sys::rb_cTime } => self.w_time(obj, limit),
+            _ => Err(Fallback),
+        }
+    }
+
+    /// A Time, as MRI writes any `_dump` object: `Iu:\tTime`, the String `Time#_dump`
+    /// returns, that String's (internal) ivars; the Time takes its link index last.
+    fn w_time(&mut self, obj: VALUE, limit: i32) -> Step {
+        if self.checked & CHECK_TIME == 0 {
+            if !ids::core_time_dump(obj) {
+                return Err(Fallback);
+            }
+            self.checked |= CHECK_TIME;
+        }
+        if flags(obj) & FL_EXIVAR != 0 {
+            return Err(Fallback);
+        }
+        let ids = ids();
+        let level = unsafe { rb_sys::rb_int2inum(limit as isize) };
+        let data = magnus::rb_sys::protect(|| unsafe {
+            rb_sys::rb_funcall(obj, ids.underscore_dump, 1, level)
+        })
+        .map_err(|_| Fallback)?;
+        // Keep the String (and the ivar values it holds) alive and in place while we write.
+        self.tables.pin(data);
+        if unsafe { !rb_sys::RB_TYPE_P(data, T::RUBY_T_STRING) }
+            || unsafe { rb_sys::rb_enc_get_index(data) } != 0
+            || class_of(data) == class_of(obj)
+        {
+            return Err(Fallback);
+        }
+        let mut count = IvarCount {
+            count: 0,
+            odd: false,
+        };
+        unsafe {
+            rb_sys::rb_ivar_foreach(data, Some(count_ivar), &mut count as *mut IvarCount as _);
+        }
+        let bytes = str_bytes(data);
+        if count.odd || bytes.len() > MAX_LEN {
+            return Err(Fallback);
+        }
+        self.enter()?;
+        if count.count > 0 {
+            self.out.push(core::TYPE_IVAR);
+        }
+        self.out.push(core::TYPE_USERDEF);
+        self.w_symbol(ids.sym_time)?;
+        core::write_bytes(&mut self.out, bytes);
+        if count.count > 0 {
+            self.w_long(count.count as i64);
+            let mut walk = IvarWalk {
+                dumper: self,
+                limit,
+                failed: false,
+            };
+            unsafe {
+                rb_sys::rb_ivar_foreach(data, Some(write_ivar), &mut walk as *mut IvarWalk as _);
+            }
+            if walk.failed {
+                return Err(Fallback);
+            }
+        }
+        self.remember(obj);
+        self.depth -= 1;
+        Ok(())
+    }
+
+    /// A `c`/`m` record: a named class or module, by its ASCII path (which must lead back
+    /// to it). Singletons, anonymous ones and those with dump hooks go to the stdlib.
+    fn w_class_ref(&mut self, obj: VALUE, meta: VALUE, kind: u8) -> Step {
+        if flags(obj) & (rb_sys::ruby_fl_type::RUBY_FL_SINGLETON as VALUE) != 0
+            || !ids::plain_dump_class(obj, meta)
+        {
+            return Err(Fallback);
+        }
+        let path = unsafe { rb_sys::rb_class_path(obj) };
+        self.tables.pin(path);
+        let bytes = str_bytes(path);
+        if classes::resolve_path(bytes) != Some(obj) {
+            return Err(Fallback);
+        }
+        self.remember(obj);
+        self.out.push(kind);
+        core::write_bytes(&mut self.out, bytes);
+        Ok(())
+    }
+
+    /// An `S` record: a Struct of a named `Struct.new` class, member by member. (Loading
+    /// `S` records is left to the stdlib: it depends on `keyword_init` internals.)
+    fn w_struct(&mut self, obj: VALUE, klass: VALUE, limit: i32) -> Step {
+        let path_sym = self.struct_class(obj, klass)?;
+        if flags(obj) & FL_EXIVAR != 0 {
+            return Err(Fallback);
+        }
+        self.remember(obj);
+        let members = magnus::rb_sys::protect(|| unsafe { rb_sys::rb_struct_members(obj) })
+            .map_err(|_| Fallback)?;
+        self.tables.pin(members);
+        let len = unsafe { rb_sys::RARRAY_LEN(members) };
+        let size = unsafe { rb_sys::rb_struct_size(obj) };
+        if !rb_sys::FIXNUM_P(size) || unsafe { rb_sys::FIX2LONG(size) } != len {
+            return Err(Fallback);
+        }
+        self.enter()?;
+        self.out.push(core::TYPE_STRUCT);
+        self.w_symbol(path_sym)?;
+        self.w_long(len as i64);
+        for i in 0..len {
+            let member = unsafe { rb_sys::RARRAY_AREF(members, i as isize) };
+            if !rb_sys::STATIC_SYM_P(member) && unsafe { !rb_sys::RB_DYNAMIC_SYM_P(member) } {
+                return Err(Fallback);
+            }
+            self.w_symbol(member)?;
+            let value = unsafe { rb_sys::rb_struct_aref(obj, rb_sys::LONG2FIX(i as _)) };
+            self.w_object(value, limit)?;
+        }
+        self.depth -= 1;
+        Ok(())
+    }
+
+    /// An `o` record: a plain object of a named class, with its instance variables.
+    fn w_plain_object(&mut self, obj: VALUE, klass: VALUE, limit: i32) -> Step {
+        let path_sym = self.object_class(obj, klass)?;
+        self.remember(obj);
+        let mut count = IvarCount {
+            count: 0,
+            odd: false,
+        };
+        unsafe {
+            rb_sys::rb_ivar_foreach(obj, Some(count_ivar), &mut count as *mut IvarCount as _);
+        }
+        if count.odd || count.count > MAX_LEN {
+            // Ivars MRI skips (E, K, encoding, unnamed) come with warnings: stdlib.
+            return Err(Fallback);
+        }
+        self.enter()?;
+        self.out.push(core::TYPE_OBJECT);
+        self.w_symbol(path_sym)?;
+        self.w_long(count.count as i64);
+        let mut walk = IvarWalk {
+            dumper: self,
+            limit,
+            failed: false,
+        };
+        unsafe {
+            rb_sys::rb_ivar_foreach(obj, Some(write_ivar), &mut walk as *mut IvarWalk as _);
+        }
+        if walk.failed {
+            return Err(Fallback);
+        }
+        self.depth -= 1;
+        Ok(())
+    }
+
+    /// The symbol of `klass`'s path if its instances can be written as `o` records the
+    /// way MRI writes them: a named, non-singleton class with Object's allocator and no
+    /// dump hooks, whose path leads back to it.
+    fn object_class(&mut self, obj: VALUE, klass: VALUE) -> Result<VALUE, Fallback> {
+        self.named_class(obj, klass, classes::allocates_plain_objects)
+    }
+
+    /// `object_class` for the class of an `S` record (a `Struct.new` class).
+    fn struct_class(&mut self, obj: VALUE, klass: VALUE) -> Result<VALUE, Fallback> {
+        self.named_class(obj, klass, classes::allocates_structs)
+    }
+
+    fn named_class(
+        &mut self,
+        obj: VALUE,
+        klass: VALUE,
+        right_allocator: fn(VALUE) -> bool,
+    ) -> Result<VALUE, Fallback> {
+        if let Some(sym) = self.tables.lookup_class(klass) {
+            return Ok(sym);
+        }
+        if flags(klass) & (rb_sys::ruby_fl_type::RUBY_FL_SINGLETON as VALUE) != 0
+            || !right_allocator(klass)
+            || !ids::plain_dump_class(obj, klass)
+        {
+            return Err(Fallback);
+        }
+        let path = unsafe { rb_sys::rb_class_path(klass) };
+        self.tables.pin(path); // its bytes are read while resolving (which may allocate)
+        if classes::resolve_path(str_bytes(path)) != Some(klass) {
+            return Err(Fallback);
+        }
+        let sym = magnus::rb_sys::protect(|| unsafe { rb_sys::rb_str_intern(path) })
+            .map_err(|_| Fallback)?;
+        self.tables.insert_class(klass, sym);
+        Ok(sym)
+    }
+
+    #[inline]
+    fn enter(&mut self) -> Step {
+        self.depth += 1;
+        if self.depth > MAX_DEPTH || unsafe { rb_sys::ruby_stack_check() } != 0 {
+            return Err(Fallback);
+        }
+        Ok(())
+    }
+
+    fn w_fixnum(&mut self, obj: VALUE, n: i64, limit: i32) -> Step {
+        if core::fixnum_fits_i(n) {
+            self.out.push(core::TYPE_FIXNUM);
+            self.w_long(n);
+            return Ok(());
+        }
+        // MRI writes it as a bignum, which takes a link index but is never linked to.
+        // Ruby 3.1 writes that bignum one level deeper (so `limit` 1 raises "exceed depth
+        // limit" there but not on 3.3): let the stdlib decide that case.
+        if limit == 1 {
+            return Err(Fallback);
+        }
+        let integer = unsafe { rb_sys::rb_cInteger };
+        self.check_class(CHECK_INTEGER, obj, integer)?;
+        let (shorts, count) = core::bignum_shorts(n.unsigned_abs());
+        self.out.push(core::TYPE_BIGNUM);
+        self.out.push(if n < 0 { b'-' } else { b'+' });
+        self.w_long(count as i64);
+        self.out.extend_from_slice(&shorts[..count * 2]);
+        self.num_entries += 1;
+        Ok(())
+    }
+
+    fn w_bignum(&mut self, obj: VALUE) -> Step {
+        let nbytes = unsafe { rb_sys::rb_absint_size(obj, std::ptr::null_mut()) } as usize;
+        let shorts = nbytes.div_ceil(2);
+        if shorts > i32::MAX as usize {
+            return Err(Fallback);
+        }
+        self.out.push(core::TYPE_BIGNUM);
+        let sign_at = self.out.len();
+        self.out.push(b'+');
+        self.w_long(shorts as i64);
+        let start = self.out.len();
+        self.out.resize(start + shorts * 2, 0);
+        let sign = unsafe {
+            rb_sys::rb_integer_pack(
+                obj,
+                self.out[start..].as_mut_ptr() as *mut _,
+                (shorts * 2) as _,
+                1,
+                0,
+                rb_sys::INTEGER_PACK_LITTLE_ENDIAN as c_int,
+            )
+        };
+        if sign < 0 {
+            self.out[sign_at] = b'-';
+        }
+        Ok(())
+    }
+
+    fn w_hash(&mut self, obj: VALUE, klass: VALUE, limit: i32) -> Step {
+        self.check_class(CHECK_HASH, obj, klass)?;
+        if flags(obj) & (FL_EXIVAR | FL_HASH_KEYWORDS | FL_HASH_PROC_DEFAULT) != 0 {
+            return Err(Fallback);
+        }
+        let ids = ids();
+        // Both methods are the core ones (checked above): they read a field and return.
+        let by_identity = unsafe { rb_sys::rb_funcall(obj, ids.compare_by_identity_p, 0) };
+        if by_identity != rb_sys::Qfalse as VALUE {
+            return Err(Fallback);
+        }
+        let ifnone = unsafe { rb_sys::rb_funcall(obj, ids.default, 0) };
+        self.remember(obj);
+        self.enter()?;
+        self.out.push(if rb_sys::NIL_P(ifnone) {
+            core::TYPE_HASH
+        } else {
+            core::TYPE_HASH_DEF
+        });
+        let size = unsafe { rb_sys::RHASH_SIZE(obj) };
+        if size > MAX_LEN {
+            return Err(Fallback);
+        }
+        self.w_long(size as i64);
+        let mut walk = HashWalk {
+            dumper: self,
+            limit,
+            failed: false,
+        };
+        unsafe {
+            rb_sys::rb_hash_foreach(obj, Some(hash_each), &mut walk as *mut HashWalk as VALUE);
+        }
+        if walk.failed {
+            return Err(Fallback);
+        }
+        if !rb_sys::NIL_P(ifnone) {
+            self.w_object(ifnone, limit)?;
+        }
+        self.depth -= 1;
+        Ok(())
+    }
+
+    /// MRI's `encoding_name` for a String or Symbol's string.
+    #[inline]
+    fn encoding_name(&self, s: VALUE) -> EncName {
+        let idx = unsafe { rb_sys::rb_enc_get_index(s) };
+        if idx <= 0 || unsafe { rb_sys::rb_enc_from_index(idx) }.is_null() {
+            EncName::None
+        } else if idx == self.usascii {
+            EncName::UsAscii
+        } else if idx == self.utf8 {
+            EncName::Utf8
+        } else {
+            EncName::Other(idx)
+        }
+    }
+
+    /// MRI's `w_encoding`: the `E`/`encoding` ivar name, then its value.
+    fn w_encoding(&mut self, enc: EncName) -> Step {
+        let ids = ids();
+        match enc {
+            EncName::None => Ok(()),
+            EncName::UsAscii | EncName::Utf8 => {
+                self.w_symbol(ids.sym_e)?;
+                self.out.push(if matches!(enc, EncName::Utf8) {
+                    core::TYPE_TRUE
+                } else {
+                    core::TYPE_FALSE
+                });
+                Ok(())
+            }
+            EncName::Other(idx) => {
+                self.w_symbol(ids.sym_encoding)?;
+                // The name is one String object per encoding per dump: written once,
+                // linked afterwards.
+                if let Some(&(_, index)) = self.enc_names.iter().find(|(i, _)| *i == idx) {
+                    self.out.push(core::TYPE_LINK);
+                    self.w_long(index as i64);
+                    return Ok(());
+                }
+                let enc = unsafe { rb_sys::rb_enc_from_index(idx) };
+                let name = unsafe { std::ffi::CStr::from_ptr((*enc).name) };
+                self.enc_names.push((idx, self.num_entries));
+                self.num_entries += 1;
+                self.out.push(core::TYPE_STRING);
+                core::write_bytes(&mut self.out, name.to_bytes());
+                Ok(())
+            }
+        }
+    }
+
+    fn w_symbol(&mut self, sym: VALUE) -> Step {
+        if let Some(index) = self.tables.lookup_symbol(sym) {
+            self.out.push(core::TYPE_SYMLINK);
+            self.w_long(index as i64);
+            return Ok(());
+        }
+        let name = unsafe { rb_sys::rb_sym2str(sym) };
+        if rb_sys::NIL_P(name) || name == 0 {
+            return Err(Fallback);
+        }
+        let mut enc = self.encoding_name(name);
+        if !matches!(enc, EncName::None)
+            && unsafe { rb_sys::rb_enc_str_coderange(name) }
+                == rb_sys::ruby_coderange_type::RUBY_ENC_CODERANGE_7BIT as c_int
+        {
+            enc = EncName::None;
+        }
+        if !matches!(enc, EncName::None) {
+            self.out.push(core::TYPE_IVAR);
+        }
+        self.out.push(core::TYPE_SYMBOL);
+        core::write_bytes(&mut self.out, str_bytes(name));
+        self.tables.insert_symbol(sym, self.num_symbols);
+        self.num_symbols += 1;
+        if !matches!(enc, EncName::None) {
+            self.w_long(1);
+            self.w_encoding(enc)?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,687 @@
+//! The native `Marshal.load` from a String: the records `dump.rs` writes (nil, true,
+//! false, `i`, `l`, `f`, `"`, `I"`, `:`, `I:`, `;`, `[`, `{`, `}`, `o`, `Iu`/`u` of Time,
+//! `@`), building the
+//! objects MRI builds with the same C calls. Anything else, and any malformed or
+//! truncated input, returns `None` and the stdlib loads the same bytes instead (raising
+//! its own exception where the data is bad).
+//!
+//! GC safety: every heap object we create goes into the link table (a marked TypedData),
+//! `symbols`, `classes` or `kept` (Ruby Arrays), all held on the stack, before the next
+//! allocation; the
+//! source bytes are copied into a Rust buffer first, so a moving GC cannot pull them away.
+
+use std::cell::UnsafeCell;
+use std::ffi::CString;
+use std::os::raw::{c_char, c_int, c_long};
+use std::sync::OnceLock;
+
+use magnus::rb_sys::{AsRawValue, FromRawValue};
+use magnus::{gc, typed_data::Obj, DataTypeFunctions, Ruby, TypedData, Value};
+use rb_sys::VALUE;
+use rusty_core::marshal::{self as core, Reader};
+
+use super::classes;
+use super::ids::{self, ids};
+
+const MAX_DEPTH: u32 = 1000;
+
+struct Fallback;
+
+type Load<T> = Result<T, Fallback>;
+
+/// MRI's `arg->data` (objects by link index), in a TypedData whose `mark` marks (and
+/// pins) every entry: cheaper than a Ruby Array, which needs a write barrier per push.
+#[derive(TypedData)]
+#[magnus(class = "RustyStdlib::Marshal::LoadTable", free_immediately, mark)]
+pub struct LoadTable {
+    // Touched only by `Loader` between Ruby calls and by `mark` inside them.
+    links: UnsafeCell<Vec<VALUE>>,
+}
+
+// SAFETY: plain integers, used only by the thread that holds the GVL.
+unsafe impl Send for LoadTable {}
+
+impl DataTypeFunctions for LoadTable {
+    fn mark(&self, _marker: &gc::Marker) {
+        for &v in unsafe { &*self.links.get() } {
+            if !rb_sys::SPECIAL_CONST_P(v) {
+                unsafe { rb_sys::rb_gc_mark(v) };
+            }
+        }
+    }
+}
+
+struct Loader<'a> {
+    r: Reader<'a>,
+    /// MRI's `arg->data`: objects by link index.
+    table: &'a LoadTable,
+    /// MRI's `arg->symbols`: symbols by symlink index (nil while being read).
+    symbols: VALUE,
+    /// Whether each symbol was read without an encoding ivar (only those can name one).
+    plain_symbols: Vec<bool>,
+    /// Classes of `o` records resolved so far: [symbol, class, ...] (0 until needed).
+    classes: VALUE,
+    /// Objects MRI makes but does not enter in its tables (0 until needed).
+    kept: VALUE,
+    /// Whether `Time._load` was found to be the core one.
+    time_checked: bool,
+    /// Whether Array and Hash were found to hash and compare with the core methods.
+    containers_hash_checked: bool,
+    freeze: bool,
+    depth: u32,
+    utf8: c_int,
+    usascii: c_int,
+    utf8_enc: *mut rb_sys::rb_encoding,
+    usascii_enc: *mut rb_sys::rb_encoding,
+}
+
+/// The object `source` holds, or `None` when the stdlib must load it.
+pub fn load(ruby: &Ruby, source: Value, freeze: bool) -> Option<Value> {
+    let raw = source.as_raw();
+    if unsafe { !rb_sys::RB_TYPE_P(raw, rb_sys::ruby_value_type::RUBY_T_STRING) } {
+        return None;
+    }
+    let data = unsafe {
+        let len = rb_sys::RSTRING_LEN(raw) as usize;
+        if len == 0 {
+            Vec::new()
+        } else {
+            std::slice::from_raw_parts(rb_sys::RSTRING_PTR(raw) as *const u8, len).to_vec()
+        }
+    };
+    if data.len() < 2 || data[0] != core::MAJOR || data[1] != core::MINOR {
+        return None;
+    }
+    let table: Obj<LoadTable> = ruby.obj_wrap(LoadTable {
+        links: UnsafeCell::new(Vec::with_capacity(16)),
+    });
+    let symbols = unsafe { rb_sys::rb_ary_new() };
+    let mut loader = Loader {
+        r: Reader::new(&data[2..]),
+        table: &table,
+        symbols,
+        plain_symbols: Vec::new(),
+        classes: 0,
+        kept: 0,
+        time_checked: false,
+        containers_hash_checked: false,
+        freeze,
+        depth: 0,
+        utf8: unsafe { rb_sys::rb_utf8_encindex() },
+        usascii: unsafe { rb_sys::rb_usascii_encindex() },
+        utf8_enc: unsafe { rb_sys::rb_utf8_encoding() },
+        usascii_enc: unsafe { rb_sys::rb_usascii_encoding() },
+    };
+    let result = loader.r_object();
+    // The tables must outlive every object they protect.
+    std::hint::black_box((&table, symbols, loader.classes, loader.kept));
+    result.ok().map(|v| unsafe { Value::from_raw(v) })
+}
+
+extern "C" {
+    fn dlsym(handle: *mut std::ffi::c_void, symbol: *const c_char) -> *mut std::ffi::c_void;
+}
+
+type HashNewCapa = unsafe extern "C" fn(c_long) -> VALUE;
+
+/// `rb_hash_new_capa` (3.2+) or `rb_hash_new_with_size` (3.1), which MRI's loader uses
+/// to size hashes; plain `rb_hash_new` if neither is exported.
+fn new_hash(len: i64) -> VALUE {
+    static CAPA: OnceLock<Option<HashNewCapa>> = OnceLock::new();
+    let capa = CAPA.get_or_init(|| {
+        for name in [c"rb_hash_new_capa", c"rb_hash_new_with_size"] {
+            // SAFETY: RTLD_DEFAULT (null) searches the loaded libruby; both functions
+            // take one integer and return a VALUE.
+            let f = unsafe { dlsym(std::ptr::null_mut(), name.as_ptr()) };
+            if !f.is_null() {
+                return Some(unsafe {
+                    std::mem::transmute::<*mut std::ffi::c_void, HashNewCapa>(f)
+                });
+            }
+        }
+        None
+    });
+    match capa {
+        Some(f) => unsafe { f(len as c_long) },
+        None => unsafe { rb_sys::rb_hash_new() },
+    }
+}
+
+/// Whether instances of `klass` hash and compare with the core `hash` / `eql?`, so that
+/// using one as a Hash key runs no Ruby code.
+fn core_hashing(klass: VALUE) -> bool {
+    let ids = ids();
+    unsafe {
+        rb_sys::rb_method_basic_definition_p(klass, ids.hash) != 0
+            && rb_sys::rb_method_basic_definition_p(klass, ids.eql_p) != 0
+    }
+}
+
+#[inline]
+fn class_of(obj: VALUE) -> VALUE {
+    unsafe { (*(obj as *const rb_sys::RBasic)).klass }
+}
+
+#[inline]
+fn qnil() -> VALUE {
+    rb_sys::Qnil as VALUE
+}
+
+impl Loader<'_> {
+    #[inline]
+    fn byte(&mut self) -> Load<u8> {
+        self.r.byte().ok_or(Fallback)
+    }
+
+    #[inline]
+    fn long(&mut self) -> Load<i64> {
+        self.r.read_long().ok_or(Fallback)
+    }
+
+    #[inline]
+    fn entry(&mut self, v: VALUE) {
+        unsafe { &mut *self.table.links.get() }.push(v);
+    }
+
+    /// MRI's `r_leave` for a finished String: with `freeze`, its interned copy.
+    #[inline]
+    fn leave_string(&self, s: VALUE) -> VALUE {
+        if self.freeze {
+            unsafe { rb_sys::rb_str_to_interned_str(s) }
+        } else {
+            s
+        }
+    }
+
+    /// MRI's `r_object`, depth-bounded: every nested record passes through here or
+    /// through `r_symreal` with ivars, and both count.
+    fn r_object(&mut self) -> Load<VALUE> {
+        self.enter()?;
+        let t = self.byte()?;
+        let v = self.r_object_of(t);
+        self.depth -= 1;
+        v
+    }
+
+    fn r_object_of(&mut self, t: u8) -> Load<VALUE> {
+        match t {
+            core::TYPE_NIL => Ok(qnil()),
+            core::TYPE_TRUE => Ok(rb_sys::Qtrue as VALUE),
+            core::TYPE_FALSE => Ok(rb_sys::Qfalse as VALUE),
+            core::TYPE_FIXNUM => {
+                let n = self.long()?;
+                Ok(unsafe { rb_sys::LONG2FIX(n as c_long) })
+            }
+            core::TYPE_FLOAT => {
+                let text = self.r.read_bytes().ok_or(Fallback)?;
+                let d = core::parse_float(text).ok_or(Fallback)?;
+                let v = rb_sys::DBL2NUM(d);
+                self.entry(v);
+                Ok(v)
+            }
+            core::TYPE_BIGNUM => {
+                let sign = self.byte()?;
+                let len = self.long()?;
+                if len < 0 {
+                    return Err(Fallback);
+                }
+                let bytes = self.r.bytes(len as usize * 2).ok_or(Fallback)?;
+                let mut flags = rb_sys::INTEGER_PACK_LITTLE_ENDIAN;
+                if sign == b'-' {
+                    flags |= rb_sys::INTEGER_PACK_NEGATIVE;
+                }
+                let v = unsafe {
+                    rb_sys::rb_integer_unpack(
+                        bytes.as_ptr() as *const _,
+                        len as _,
+                        2,
+                        0,
+                        flags as c_int,
+                    )
+                };
+                self.entry(v);
+                Ok(v)
+            }
+            core::TYPE_STRING => {
+                let s = self.r_string()?;
+                Ok(self.leave_string(s))
+            }
+            core::TYPE_IVAR => match self.byte()? {
+                core::TYPE_STRING => {
+                    let s = self.r_string_with_ivars()?;
+                    Ok(self.leave_string(s))
+                }
+                core::TYPE_SYMBOL => self.r_symreal(true),
+                core::TYPE_USERDEF => self.r_time(true),
+                _ => Err(Fallback),
+            },
+            core::TYPE_USERDEF => self.r_time(false),
+            core::TYPE_SYMBOL => self.r_symreal(false),
+            core::TYPE_SYMLINK => self.r_symlink().map(|(sym, _)| sym),
+            core::TYPE_LINK => {
+                let index = self.long()?;
+                let links = unsafe { &*self.table.links.get() };
+                let len = links.len() as i64;
+                if index < 0 || index >= len {
+                    return Err(Fallback);
+                }
+                Ok(links[index as usize])
+            }
+            core::TYPE_ARRAY => {
+                let len = self.long()?;
+                if len < 0 || len as u64 > self.r.remaining() as u64 {
+                    return Err(Fallback);
+                }
+                let ary = unsafe { rb_sys::rb_ary_new_capa(len as c_long) };
+                self.entry(ary);
+                for _ in 0..len {
+                    let item = self.r_object()?;
+                    unsafe { rb_sys::rb_ary_push(ary, item) };
+                }
+                if self.freeze {
+                    unsafe { rb_sys::rb_obj_freeze(ary) };
+                }
+                Ok(ary)
+            }
+            core::TYPE_HASH | core::TYPE_HASH_DEF => {
+                let len = self.long()?;
+                if len < 0 || len as u64 > self.r.remaining() as u64 / 2 {
+                    return Err(Fallback);
+                }
+                let hash = new_hash(len);
+                self.entry(hash);
+                for _ in 0..len {
+                    let key = self.r_object()?;
+                    let value = self.r_object()?;
+                    self.check_key_hashing(key)?;
+                    unsafe { rb_sys::rb_hash_aset(hash, key, value) };
+                }
+                if t == core::TYPE_HASH_DEF {
+                    let ifnone = self.r_object()?;
+                    unsafe { rb_sys::rb_hash_set_ifnone(hash, ifnone) };
+                }
+                if self.freeze {
+                    unsafe { rb_sys::rb_obj_freeze(hash) };
+                }
+                Ok(hash)
+            }
+            core::TYPE_OBJECT => self.r_plain_object(),
+            core::TYPE_CLASS | core::TYPE_MODULE => {
+                let path = self.r.read_bytes().ok_or(Fallback)?;
+                let v = classes::resolve_path(path).ok_or(Fallback)?;
+                let want = if t == core::TYPE_CLASS {
+                    rb_sys::ruby_value_type::RUBY_T_CLASS
+                } else {
+                    rb_sys::ruby_value_type::RUBY_T_MODULE
+                };
+                if unsafe { !rb_sys::RB_TYPE_P(v, want) } || !core_hashing(class_of(v)) {
+                    return Err(Fallback);
+                }
+                self.entry(v);
+                Ok(v)
+            }
+            _ => Err(Fallback),
+        }
+    }
+
+    /// A `u` record of the core Time (the only `_load` class read natively): the String,
+    /// its ivars (the internal names `Time#_dump` writes, with the types it writes), then
+    /// `Time._load`; the Time takes its link index after the ivar values.
+    fn r_time(&mut self, with_ivars: bool) -> Load<VALUE> {
+        let ids = ids();
+        let (class_sym, _) = self.r_symbol()?;
+        if class_sym != ids.sym_time {
+            return Err(Fallback);
+        }
+        if !self.time_checked {
+            if !ids::core_time_load() {
+                return Err(Fallback);
+            }
+            self.time_checked = true;
+        }
+        let bytes = self.r.read_bytes().ok_or(Fallback)?;
+        let data =
+            unsafe { rb_sys::rb_str_new(bytes.as_ptr() as *const c_char, bytes.len() as c_long) };
+        self.keep(data);
+        if with_ivars {
+            let count = self.long()?;
+            for _ in 0..count {
+                let (name, plain) = self.r_symbol()?;
+                let id = unsafe { rb_sys::SYM2ID(name) };
+                if !plain || !ids.time_ivars.contains(&id) {
+                    return Err(Fallback);
+                }
+                let value = self.r_object()?;
+                let ok = if id == ids.time_ivars[1] {
+                    rb_sys::NIL_P(value)
+                        || unsafe {
+                            rb_sys::RB_TYPE_P(value, rb_sys::ruby_value_type::RUBY_T_STRING)
+                        }
+                } else if id == ids.time_ivars[4] {
+                    unsafe { rb_sys::RB_TYPE_P(value, rb_sys::ruby_value_type::RUBY_T_STRING) }
+                } else {
+                    rb_sys::FIXNUM_P(value)
+                        || unsafe {
+                            rb_sys::RB_TYPE_P(value, rb_sys::ruby_value_type::RUBY_T_BIGNUM)
+                        }
+                };
+                if !ok {
+                    return Err(Fallback);
+                }
+                unsafe { rb_sys::rb_ivar_set(data, id, value) };
+            }
+        }
+        let time = magnus::rb_sys::protect(|| unsafe {
+            rb_sys::rb_funcall(rb_sys::rb_cTime, ids.underscore_load, 1, data)
+        })
+        .map_err(|_| Fallback)?;
+        self.entry(time);
+        if self.freeze {
+            unsafe { rb_sys::rb_obj_freeze(time) };
+        }
+        Ok(time)
+    }
+
+    /// Inserting a Hash key calls its `hash` (and maybe `eql?`) methods unless it is a
+    /// String, Symbol or number. Every class and Time we load was checked to have the core
+    /// ones; Array and Hash keys (which hash their elements) need Array's and Hash's too.
+    fn check_key_hashing(&mut self, key: VALUE) -> Load<()> {
+        if self.containers_hash_checked || rb_sys::SPECIAL_CONST_P(key) {
+            return Ok(());
+        }
+        let t = unsafe { rb_sys::RB_BUILTIN_TYPE(key) };
+        if t == rb_sys::ruby_value_type::RUBY_T_ARRAY || t == rb_sys::ruby_value_type::RUBY_T_HASH {
+            if !core_hashing(unsafe { rb_sys::rb_cArray })
+                || !core_hashing(unsafe { rb_sys::rb_cHash })
+            {
+                return Err(Fallback);
+            }
+            self.containers_hash_checked = true;
+        }
+        Ok(())
+    }
+
+    /// Holds `v` for the rest of the load (objects MRI does not enter in its tables).
+    fn keep(&mut self, v: VALUE) {
+        if self.kept == 0 {
+            self.kept = unsafe { rb_sys::rb_ary_new() };
+        }
+        unsafe { rb_sys::rb_ary_push(self.kept, v) };
+    }
+
+    /// An `o` record of a plain class: MRI reserves the link index first, finds the
+    /// class, allocates, then sets the ivars.
+    fn r_plain_object(&mut self) -> Load<VALUE> {
+        let slot = unsafe { &*self.table.links.get() }.len();
+        self.entry(qnil());
+        let (path_sym, _) = self.r_symbol()?;
+        let klass = self.object_class(path_sym)?;
+        let obj = unsafe { rb_sys::rb_obj_alloc(klass) };
+        let links = unsafe { &mut *self.table.links.get() };
+        links[slot] = obj;
+        let count = self.long()?;
+        for _ in 0..count {
+            let (name, plain) = self.r_symbol()?;
+            if !plain {
+                return Err(Fallback);
+            }
+            let id = unsafe { rb_sys::SYM2ID(name) };
+            if unsafe { rb_sys::rb_is_instance_id(id) } == 0 {
+                // MRI sets even odd names (and rejects E/K/encoding); leave those to it.
+                return Err(Fallback);
+            }
+            let value = self.r_object()?;
+            unsafe { rb_sys::rb_ivar_set(obj, id, value) };
+        }
+        if self.freeze {
+            unsafe { rb_sys::rb_obj_freeze(obj) };
+        }
+        Ok(obj)
+    }
+
+    /// The class an `o` record names, if it is a loaded plain class (see `classes`).
+    fn object_class(&mut self, path_sym: VALUE) -> Load<VALUE> {
+        if self.classes == 0 {
+            self.classes = unsafe { rb_sys::rb_ary_new() };
+        }
+        let cached = unsafe { rb_sys::RARRAY_LEN(self.classes) };
+        let mut i = 0;
+        while i < cached {
+            if unsafe { rb_sys::RARRAY_AREF(self.classes, i as isize) } == path_sym {
+                return Ok(unsafe { rb_sys::RARRAY_AREF(self.classes, i as isize + 1) });
+            }
+            i += 2;
+        }
+        let name = unsafe { rb_sys::rb_sym2str(path_sym) };
+        // Copied: resolving may allocate, and a compacting GC could move the name's bytes.
+        let path = unsafe {
+            std::slice::from_raw_parts(
+                rb_sys::RSTRING_PTR(name) as *const u8,
+                rb_sys::RSTRING_LEN(name) as usize,
+            )
+        }
+        .to_vec();
+        let klass = classes::resolve_path(&path).ok_or(Fallback)?;
+        let is_class = unsafe {
+            rb_sys::RB_TYPE_P(klass, rb_sys::ruby_value_type::RUBY_T_CLASS)
+                && (*(klass as *const rb_sys::RBasic)).flags
+                    & (rb_sys::ruby_fl_type::RUBY_FL_SINGLETON as VALUE)
+                    == 0
+        };
+        if !is_class || !core_hashing(klass) || !classes::allocates_plain_objects(klass) {
+            return Err(Fallback);
+        }
+        unsafe {
+            rb_sys::rb_ary_push(self.classes, path_sym);
+            rb_sys::rb_ary_push(self.classes, klass);
+        }
+        Ok(klass)
+    }
+
+    #[inline]
+    fn enter(&mut self) -> Load<()> {
+        self.depth += 1;
+        if self.depth > MAX_DEPTH
+            || (self.depth.is_multiple_of(4) && unsafe { rb_sys::ruby_stack_check() } != 0)
+        {
+            return Err(Fallback);
+        }
+        Ok(())
+    }
+
+    /// A `"` record's bytes as a new binary String, entered in the link table.
+    fn r_string(&mut self) -> Load<VALUE> {
+        let bytes = self.r.read_bytes().ok_or(Fallback)?;
+        let s =
+            unsafe { rb_sys::rb_str_new(bytes.as_ptr() as *const c_char, bytes.len() as c_long) };
+        self.entry(s);
+        Ok(s)
+    }
+
+    /// An `I"` record: the bytes, then ivars that must all be encodings. The common
+    /// `E true/false` first ivar creates the String in its encoding at once; MRI's order
+    /// of link entries is kept (the String before any `encoding` name String).
+    fn r_string_with_ivars(&mut self) -> Load<VALUE> {
+        let bytes = self.r.read_bytes().ok_or(Fallback)?;
+        let count = self.long()?;
+        let ptr = bytes.as_ptr() as *const c_char;
+        let len = bytes.len() as c_long;
+        let ids = ids();
+        let mut done = 0;
+        let s = if count > 0 {
+            let (sym, plain) = self.r_symbol()?;
+            if !plain {
+                return Err(Fallback);
+            }
+            done = 1;
+            if sym == ids.sym_e {
+                let s = match self.byte()? {
+                    // rb_enc_str_new, not rb_usascii_str_new: Ruby 3.3's marks the String 7-bit
+                    // without looking, which is wrong for non-ASCII bytes (MRI leaves the
+                    // coderange unknown, and String#eql? depends on it).
+                    core::TYPE_TRUE => unsafe { rb_sys::rb_enc_str_new(ptr, len, self.utf8_enc) },
+                    core::TYPE_FALSE => unsafe {
+                        rb_sys::rb_enc_str_new(ptr, len, self.usascii_enc)
+                    },
+                    _ => return Err(Fallback),
+                };
+                self.entry(s);
+                s
+            } else if sym == ids.sym_encoding {
+                let s = unsafe { rb_sys::rb_str_new(ptr, len) };
+                self.entry(s);
+                let value = self.r_object()?;
+                let idx = self.encoding_index_named(value)?;
+                unsafe { rb_sys::rb_enc_associate_index(s, idx) };
+                s
+            } else {
+                return Err(Fallback);
+            }
+        } else {
+            let s = unsafe { rb_sys::rb_str_new(ptr, len) };
+            self.entry(s);
+            s
+        };
+        for _ in done..count {
+            let idx = self.r_encoding_ivar()?;
+            unsafe { rb_sys::rb_enc_associate_index(s, idx) };
+        }
+        Ok(s)
+    }
+
+    /// One ivar of a String or Symbol, which must be its encoding: `:E` with true/false,
+    /// or `:encoding` with the name of an encoding this Ruby knows. Returns its index.
+    fn r_encoding_ivar(&mut self) -> Load<c_int> {
+        let ids = ids();
+        let (sym, plain) = self.r_symbol()?;
+        if !plain {
+            return Err(Fallback);
+        }
+        let value = self.r_object()?;
+        if sym == ids.sym_e {
+            if value == rb_sys::Qtrue as VALUE {
+                Ok(self.utf8)
+            } else if value == rb_sys::Qfalse as VALUE {
+                Ok(self.usascii)
+            } else {
+                Err(Fallback)
+            }
+        } else if sym == ids.sym_encoding {
+            self.encoding_index_named(value)
+        } else {
+            Err(Fallback)
+        }
+    }
+
+    /// The index of the encoding a loaded `encoding` ivar value names.
+    fn encoding_index_named(&self, value: VALUE) -> Load<c_int> {
+        {
+            if unsafe { !rb_sys::RB_TYPE_P(value, rb_sys::ruby_value_type::RUBY_T_STRING) } {
+                return Err(Fallback);
+            }
+            let name = unsafe {
+                std::slice::from_raw_parts(
+                    rb_sys::RSTRING_PTR(value) as *const u8,
+                    rb_sys::RSTRING_LEN(value) as usize,
+                )
+            };
+            let name = CString::new(name).map_err(|_| Fallback)?;
+            // Finding an encoding may load its library; keep any exception out of Rust.
+            let found = magnus::rb_sys::protect(|| unsafe {
+                rb_sys::rb_int2inum(rb_sys::rb_enc_find_index(name.as_ptr()) as isize)
+            })
+            .map_err(|_| Fallback)?;
+            let idx = unsafe { rb_sys::FIX2LONG(found) } as c_int;
+            if idx < 0 {
+                return Err(Fallback);
+            }
+            Ok(idx)
+        }
+    }
+
+    /// A symbol in name position (`:`, `I:` or `;`), and whether it is plain (ASCII,
+    /// no encoding ivar).
+    fn r_symbol(&mut self) -> Load<(VALUE, bool)> {
+        match self.byte()? {
+            core::TYPE_SYMBOL => {
+                let index = self.plain_symbols.len();
+                let sym = self.r_symreal(false)?;
+                Ok((sym, self.plain_symbols[index]))
+            }
+            core::TYPE_IVAR => {
+                if self.byte()? != core::TYPE_SYMBOL {
+                    return Err(Fallback);
+                }
+                Ok((self.r_symreal(true)?, false))
+            }
+            core::TYPE_SYMLINK => self.r_symlink(),
+            _ => Err(Fallback),
+        }
+    }
+
+    fn r_symlink(&mut self) -> Load<(VALUE, bool)> {
+        let index = self.long()?;
+        if index < 0 || index as usize >= self.plain_symbols.len() {
+            return Err(Fallback);
+        }
+        let sym = unsafe { rb_sys::RARRAY_AREF(self.symbols, index as isize) };
+        if rb_sys::NIL_P(sym) {
+            // A link to a symbol still being read: leave that oddity to the stdlib.
+            return Err(Fallback);
+        }
+        Ok((sym, self.plain_symbols[index as usize]))
+    }
+
+    /// MRI's `r_symreal`: the name bytes, then (with `ivar`) its encoding.
+    fn r_symreal(&mut self, ivar: bool) -> Load<VALUE> {
+        let bytes = self.r.read_bytes().ok_or(Fallback)?;
+        let index = self.plain_symbols.len();
+        unsafe { rb_sys::rb_ary_push(self.symbols, qnil()) };
+        let ascii = bytes.is_ascii();
+        self.plain_symbols.push(ascii && !ivar);
+        let mut idx: c_int = -1;
+        if ivar {
+            // Ivar names are symbols that may have ivars themselves: bound that too.
+            self.enter()?;
+            let count = self.long()?;
+            for _ in 0..count {
+                idx = self.r_encoding_ivar()?;
+            }
+            self.depth -= 1;
+        }
+        if ascii && idx <= 0 {
+            // An ASCII name is valid US-ASCII: look the symbol up without making a String
+            // (rb_str_intern would find the same one).
+            let found = unsafe {
+                rb_sys::rb_check_symbol_cstr(
+                    bytes.as_ptr() as *const c_char,
+                    bytes.len() as c_long,
+                    rb_sys::rb_usascii_encoding(),
+                )
+            };
+            if !rb_sys::NIL_P(found) {
+                unsafe { rb_sys::rb_ary_store(self.symbols, index as c_long, found) };
+                return Ok(found);
+            }
+        }
+        let s =
+            unsafe { rb_sys::rb_str_new(bytes.as_ptr() as *const c_char, bytes.len() as c_long) };
+        // Hold it in the symbol slot while we set its encoding (GC safety).
+        unsafe { rb_sys::rb_ary_store(self.symbols, index as c_long, s) };
+        if idx > 0 {
+            unsafe { rb_sys::rb_enc_associate_index(s, idx) };
+            let cr = unsafe { rb_sys::rb_enc_str_coderange(s) };
+            if cr == rb_sys::ruby_coderange_type::RUBY_ENC_CODERANGE_BROKEN as c_int {
+                // MRI raises "invalid byte sequence"; the stdlib will.
+                return Err(Fallback);
+            }
+        } else if ascii {
+            unsafe { rb_sys::rb_enc_associate_index(s, self.usascii) };
+        }
+        // Interning can raise for odd names in odd encodings; leave those to the stdlib.
+        let sym = magnus::rb_sys::protect(|| unsafe { rb_sys::rb_str_intern(s) })
+            .map_err(|_| Fallback)?;
+        unsafe { rb_sys::rb_ary_store(self.symbols, index as c_long, sym) };
+        Ok(sym)
+    }
+}

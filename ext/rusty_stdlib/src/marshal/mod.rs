@@ -1,0 +1,70 @@
+//! `Marshal.dump` / `Marshal.load` for the core types that carry most traffic: nil, true,
+//! false, Integer, Float, String, Symbol, Array, Hash (with a default value), Time (the
+//! core `_dump`/`_load`), classes and modules, plain objects (`o` records of named
+//! classes with Object's allocator and no dump hooks), and, for dump only, Structs of
+//! named `Struct.new` classes.
+//!
+//! `RustyStdlib::Marshal.native_dump(obj, limit)` returns the dump as a String, or `nil`
+//! when the graph holds anything outside the native subset (then the shim calls the
+//! stdlib's `Marshal.dump` for the whole call). `native_load(source, freeze, fallback)`
+//! returns the loaded object, or `fallback` when the bytes are outside the subset or
+//! malformed in any way (then the shim calls the stdlib on the same input, which also
+//! produces the stdlib's exact exception).
+//!
+//! The decision to fall back never follows a side effect Ruby code could see: the native
+//! dump runs no Ruby code at all (dump hooks, `respond_to?` overrides, singletons and
+//! autoloads all send the call to the stdlib before anything is written), and the native
+//! load only allocates objects with core allocators, interns symbols and reads loaded
+//! constants before it gives up (classes with their own `hash`/`eql?`, which inserting a
+//! Hash key would call, are left to the stdlib). Recursion is bounded by a depth cap and
+//! by `ruby_stack_check`, so deep graphs and small thread/fiber stacks fall back instead
+//! of overflowing; panics are caught and fall back too.
+
+mod classes;
+mod dump;
+mod ids;
+mod load;
+
+use magnus::{function, prelude::*, Error, RModule, Ruby, Value};
+
+pub fn init(ruby: &Ruby, root: RModule) -> Result<(), Error> {
+    let module = root.define_module("Marshal")?;
+    for name in ["DumpTables", "LoadTable"] {
+        let class = module.define_class(name, ruby.class_object())?;
+        class.undef_default_alloc_func();
+    }
+    ids::init(ruby);
+    // The stdlib's Marshal works in any Ractor, so ours must too: these functions keep no
+    // shared mutable state (the statics are set once, before any call).
+    unsafe { rb_sys::rb_ext_ractor_safe(true) };
+    let defined = module
+        .define_singleton_method("native_dump", function!(native_dump, 2))
+        .and_then(|_| module.define_singleton_method("native_load", function!(native_load, 3)));
+    unsafe { rb_sys::rb_ext_ractor_safe(false) };
+    defined
+}
+
+/// The dump of `obj` with depth `limit` (nil for none), or nil to ask for the stdlib.
+fn native_dump(ruby: &Ruby, obj: Value, limit: Value) -> Value {
+    let limit = match ids::dump_limit(limit) {
+        Some(limit) => limit,
+        None => return ruby.qnil().as_value(),
+    };
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        dump::dump(ruby, obj, limit)
+    })) {
+        Ok(Some(bytes)) => ruby.str_from_slice(&bytes).as_value(),
+        _ => ruby.qnil().as_value(),
+    }
+}
+
+/// The object loaded from the String `source`, or `fallback` to ask for the stdlib.
+fn native_load(ruby: &Ruby, source: Value, freeze: Value, fallback: Value) -> Value {
+    let freeze = freeze.to_bool();
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        load::load(ruby, source, freeze)
+    })) {
+        Ok(Some(value)) => value,
+        _ => fallback,
+    }
+}

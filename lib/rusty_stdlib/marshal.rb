@@ -1,0 +1,125 @@
+# frozen_string_literal: true
+
+require_relative "activation"
+
+module RustyStdlib
+  # Marshal.dump / Marshal.load / Marshal.restore on Rust for the core types: nil, true,
+  # false, Integer, Float, String, Symbol, Array, Hash (with links, encodings and
+  # defaults, as format 4.8 writes them), Time, classes and modules, plain objects of
+  # named classes, and (dump only) Structs.
+  #
+  # A module prepended to Marshal's singleton class tries the native code first; it
+  # answers only when the whole call is within what it supports, otherwise the stdlib
+  # handles the whole call (other classes, core subclasses, ivars on core objects,
+  # singletons, dump hooks, IO ports, a load proc, classes that would need an autoload,
+  # unusual or malformed bytes, depth limits and their errors). The stdlib
+  # stays reachable through stdlib_dump / stdlib_load / stdlib_restore. Everything here
+  # also works inside a Ractor, as the stdlib's Marshal does.
+  module Marshal
+    # Ruby ABIs (major.minor) whose Marshal the specs prove we match.
+    PROVEN_RUBIES = %w[3.1 3.3].freeze
+    # What native_load returns when the stdlib must load the input instead.
+    FALLBACK = Object.new.freeze
+    # A sentinel for optional arguments that were not passed (nil means something).
+    NOT_GIVEN = Object.new.freeze
+    private_constant :NOT_GIVEN
+
+    class << self
+      def unsupported_reason
+        abi = RUBY_VERSION[/\A\d+\.\d+/]
+        return nil if PROVEN_RUBIES.include?(abi)
+
+        "Marshal on Ruby #{abi} is not proven (#{PROVEN_RUBIES.join(', ')} are)"
+      end
+
+      def install!
+        ::Marshal.singleton_class.prepend(Overrides)
+      end
+
+      def installed?
+        ::Marshal.singleton_class.ancestors.include?(Overrides)
+      end
+
+      # The stdlib's Marshal.dump, whether or not ours is installed.
+      def stdlib_dump(obj, port = NOT_GIVEN, limit = NOT_GIVEN)
+        if NOT_GIVEN.equal?(port)
+          stdlib_method(:dump).call(obj)
+        elsif NOT_GIVEN.equal?(limit)
+          stdlib_method(:dump).call(obj, port)
+        else
+          stdlib_method(:dump).call(obj, port, limit)
+        end
+      end
+
+      # The stdlib's Marshal.load.
+      def stdlib_load(source, proc = nil, freeze: false)
+        stdlib_method(:load).call(source, proc, freeze: freeze)
+      end
+
+      # The stdlib's Marshal.restore.
+      def stdlib_restore(source, proc = nil, freeze: false)
+        stdlib_method(:restore).call(source, proc, freeze: freeze)
+      end
+
+      # Marshal's own method `name`, below any module prepended to it. Looked up on each
+      # call (not kept in an ivar) so that it also works inside a Ractor.
+      def stdlib_method(name)
+        method = ::Marshal.method(name)
+        method = method.super_method while method.owner != ::Marshal.singleton_class && method.super_method
+        method
+      end
+
+      # Ours, callable whether or not installed (the specs compare it with stdlib_dump).
+      def dump(obj, port = NOT_GIVEN, limit = NOT_GIVEN)
+        if NOT_GIVEN.equal?(port)
+          native_dump(obj, nil) || stdlib_dump(obj)
+        elsif NOT_GIVEN.equal?(limit)
+          (Integer === port && native_dump(obj, port)) || stdlib_dump(obj, port)
+        else
+          stdlib_dump(obj, port, limit)
+        end
+      end
+
+      # Ours, callable whether or not installed.
+      def load(source, proc = nil, freeze: false)
+        if proc.nil?
+          result = native_load(source, freeze, FALLBACK)
+          return result unless FALLBACK.equal?(result)
+        end
+        stdlib_load(source, proc, freeze: freeze)
+      end
+    end
+
+    # Prepended to Marshal's singleton class by install!. Parameters are spelled out (no
+    # splat) so that calls reach the stdlib with the same arguments and flags.
+    module Overrides
+      def dump(obj, port = NOT_GIVEN, limit = NOT_GIVEN)
+        if NOT_GIVEN.equal?(port)
+          RustyStdlib::Marshal.native_dump(obj, nil) || super(obj)
+        elsif NOT_GIVEN.equal?(limit)
+          (Integer === port && RustyStdlib::Marshal.native_dump(obj, port)) || super(obj, port)
+        else
+          super(obj, port, limit)
+        end
+      end
+
+      def load(source, proc = nil, freeze: false)
+        if proc.nil?
+          result = RustyStdlib::Marshal.native_load(source, freeze, FALLBACK)
+          return result unless FALLBACK.equal?(result)
+        end
+        super(source, proc, freeze: freeze)
+      end
+
+      def restore(source, proc = nil, freeze: false)
+        if proc.nil?
+          result = RustyStdlib::Marshal.native_load(source, freeze, FALLBACK)
+          return result unless FALLBACK.equal?(result)
+        end
+        super(source, proc, freeze: freeze)
+      end
+    end
+  end
+end
+
+RustyStdlib.activate(:marshal, RustyStdlib::Marshal)

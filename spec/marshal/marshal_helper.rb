@@ -1,0 +1,201 @@
+# frozen_string_literal: true
+
+require "stringio"
+require "tmpdir"
+
+# Plain classes whose instances the native code writes and reads as `o` records.
+module RustyMarshalSpec
+  class Point
+    attr_accessor :x, :y
+
+    def initialize(x = nil, y = nil)
+      @x = x
+      @y = y
+    end
+  end
+
+  class Node
+    attr_accessor :value, :next_node
+  end
+
+  class Empty; end
+
+  Pair = Struct.new(:left, :right)
+  Keyed = Struct.new(:a, :b, keyword_init: true)
+  class SubPair < Pair; end
+end
+
+# Helpers for the Marshal parity specs.
+module MarshalHelper
+  OURS = RustyStdlib::Marshal
+  NOT_GIVEN = Object.new.freeze
+
+  # The stdlib's Marshal with the same call shape as ours (RustyStdlib::Marshal.dump/load).
+  module Stdlib
+    # Explicit parameters: a splat would drop the ruby2_keywords flag of a Hash argument.
+    def self.dump(obj, port = NOT_GIVEN, limit = NOT_GIVEN)
+      if NOT_GIVEN.equal?(port)
+        OURS.stdlib_dump(obj)
+      elsif NOT_GIVEN.equal?(limit)
+        OURS.stdlib_dump(obj, port)
+      else
+        OURS.stdlib_dump(obj, port, limit)
+      end
+    end
+
+    def self.load(source, proc = nil, freeze: false)
+      OURS.stdlib_load(source, proc, freeze: freeze)
+    end
+  end
+
+  # A structural description of a loaded object graph: classes, values, encodings,
+  # frozenness, default values, and which objects are the same object (shared
+  # references and cycles). Two loads agree iff their descriptions are ==.
+  def self.describe(obj, seen = {}.compare_by_identity)
+    case obj
+    when nil, true, false, Integer then return [obj.class, obj]
+    when Symbol then return [Symbol, obj, obj.encoding]
+    end
+    return [:same_as, seen[obj]] if seen.key?(obj)
+
+    seen[obj] = seen.size
+    frozen = obj.frozen?
+    case obj
+    when Float
+      [Float, [obj].pack("G"), frozen]
+    when String
+      # ascii_only? and valid_encoding? read the coderange, which String#eql? also uses.
+      [obj.class, obj.b, obj.encoding, frozen, obj.instance_variables, obj.ascii_only?, obj.valid_encoding?]
+    when Array
+      [obj.class, frozen, obj.map { |e| describe(e, seen) }]
+    when Time
+      [obj.class, frozen, obj.to_r, obj.utc_offset, obj.zone, obj.utc?, obj.instance_variables]
+    when Hash
+      [obj.class, frozen, obj.compare_by_identity?, describe(obj.default, seen), obj.default_proc&.class,
+       obj.map { |k, v| [describe(k, seen), describe(v, seen)] }]
+    else
+      ivars = obj.instance_variables.map { |iv| [iv, describe(obj.instance_variable_get(iv), seen)] }
+      inspected = obj.inspect
+      inspected = nil if inspected.match?(/0x\h{8,}/) # addresses differ between two loads
+      [obj.class, frozen, inspected, ivars]
+    end
+  end
+
+  # Seeded random object graphs of the natively supported types, with shared references,
+  # cycles, every string encoding kind and awkward numbers.
+  class GraphGenerator
+    ENCODINGS = [Encoding::UTF_8, Encoding::BINARY, Encoding::US_ASCII, Encoding::Shift_JIS,
+                 Encoding::EUC_JP, Encoding::Windows_1252, Encoding::UTF_16LE, Encoding::ISO_8859_1].freeze
+    WORDS = ["", "a", "hello", "caf\u00e9", "\u65e5\u672c", "x" * 40, "tab\tnl\n", "\u00ff\u0100"].freeze
+
+    def initialize(rng, max_nodes)
+      @rng = rng
+      @budget = max_nodes
+      @pool = []
+    end
+
+    def generate
+      node(0)
+    end
+
+    private
+
+    def node(depth)
+      @budget -= 1
+      if @pool.any? && @rng.rand < 0.12
+        return @pool[@rng.rand(@pool.size)]
+      end
+      kind = depth > 5 || @budget <= 0 ? @rng.rand(7) : @rng.rand(11)
+      value = case kind
+              when 0 then [nil, true, false, nil, String, Kernel, RustyMarshalSpec::Point][@rng.rand(7)]
+              when 1, 5 then integer
+              when 2 then float
+              when 3 then string
+              when 4 then symbol
+              when 6 then time
+              when 7 then array(depth)
+              when 8 then hash(depth)
+              when 9 then object(depth)
+              else array(depth)
+              end
+      @pool << value unless value.nil? || value == true || value == false
+      value
+    end
+
+    def integer
+      case @rng.rand(6)
+      when 0 then @rng.rand(-130..130)
+      when 1 then @rng.rand(-(2**31)..(2**31))
+      when 2 then [2**30, 2**30 - 1, -(2**30), -(2**30) - 1, 2**62 - 1, -(2**62), 2**62, 2**64][@rng.rand(8)]
+      when 3 then @rng.rand(2**200) * (@rng.rand(2).zero? ? 1 : -1)
+      when 4 then @rng.rand(-(2**62)..(2**62))
+      else @rng.rand(-70_000..70_000)
+      end
+    end
+
+    def float
+      case @rng.rand(4)
+      when 0 then [0.0, -0.0, Float::NAN, Float::INFINITY, -Float::INFINITY, 1.0, 100.0, 0.1, 1e16, 1e-5,
+                   5e-324, Float::MAX, Float::MIN, 123_456_789.0, 0.0001][@rng.rand(15)]
+      when 1 then [@rng.rand(2**64)].pack("Q").unpack1("D").then { |f| f.nan? ? 1.5 : f }
+      when 2 then (@rng.rand - 0.5) * (10**@rng.rand(-20..20))
+      else @rng.rand(-1000..1000) / 8.0
+      end
+    end
+
+    def string
+      word = WORDS[@rng.rand(WORDS.size)]
+      enc = ENCODINGS[@rng.rand(ENCODINGS.size)]
+      s = begin
+        word.encode(enc)
+      rescue EncodingError
+        word.dup.force_encoding(enc)
+      end
+      s = +s
+      s.freeze if @rng.rand < 0.2
+      s
+    end
+
+    def symbol
+      case @rng.rand(4)
+      when 0 then %i[a b foo bar_baz E encoding].sample(random: @rng)
+      when 1 then "dyn_#{@rng.rand(1000)}".to_sym
+      when 2 then ["caf\u00e9", "\u65e5\u672c"].sample(random: @rng).to_sym
+      else "caf\u00e9".encode(Encoding::ISO_8859_1).to_sym
+      end
+    end
+
+    def array(depth)
+      a = []
+      @pool << a
+      @rng.rand(0..5).times { a << node(depth + 1) }
+      a << a if @rng.rand < 0.05
+      a
+    end
+
+    def time
+      case @rng.rand(5)
+      when 0 then Time.at(@rng.rand(-(2**34)..(2**34)), @rng.rand(10**9), :nsec)
+      when 1 then Time.at(@rng.rand(2**31), in: format("%+03d:%02d", @rng.rand(-12..12), [0, 30, 45].sample(random: @rng)))
+      when 2 then Time.at(@rng.rand(2**31)).utc
+      when 3 then Time.at(Rational(@rng.rand(2**40), @rng.rand(1..999)))
+      else Time.utc(@rng.rand(1..3000), @rng.rand(1..12), @rng.rand(1..28), 1, 2, @rng.rand(60) + @rng.rand(1000) / 1000r)
+      end
+    end
+
+    def object(depth)
+      obj = [RustyMarshalSpec::Point, RustyMarshalSpec::Node, RustyMarshalSpec::Empty, Object][@rng.rand(4)].allocate
+      @pool << obj
+      names = %i[@x @y @value @next_node @other]
+      @rng.rand(0..3).times { obj.instance_variable_set(names[@rng.rand(names.size)], node(depth + 1)) }
+      obj
+    end
+
+    def hash(depth)
+      h = @rng.rand < 0.15 ? Hash.new(node(depth + 1)) : {}
+      @pool << h
+      @rng.rand(0..4).times { h[node(depth + 1)] = node(depth + 1) }
+      h
+    end
+  end
+end

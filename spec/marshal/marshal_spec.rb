@@ -1,0 +1,663 @@
+# frozen_string_literal: true
+
+require_relative "marshal_helper"
+
+RSpec.describe "RustyStdlib::Marshal" do
+  ours = RustyStdlib::Marshal
+  stdlib = MarshalHelper::Stdlib
+  fallback = RustyStdlib::Marshal::FALLBACK
+  stress = Parity::GC_STRESS
+
+  # Dump with both and compare bytes (or the exception); returns the stdlib's bytes.
+  def expect_same_dump(obj, port = MarshalHelper::NOT_GIVEN, limit = MarshalHelper::NOT_GIVEN)
+    expect_parity(MarshalHelper::Stdlib, RustyStdlib::Marshal) do |m|
+      if MarshalHelper::NOT_GIVEN.equal?(port)
+        m.dump(obj)
+      elsif MarshalHelper::NOT_GIVEN.equal?(limit)
+        m.dump(obj, port)
+      else
+        m.dump(obj, port, limit)
+      end
+    end.value
+  end
+
+  # Load with both and compare the whole loaded graph (or the exception).
+  def expect_same_load(bytes, freeze: false)
+    expect_parity(MarshalHelper::Stdlib, RustyStdlib::Marshal) do |m|
+      MarshalHelper.describe(m.load(bytes, freeze: freeze))
+    end
+  end
+
+  def capture_stderr
+    captured = StringIO.new
+    $stderr = captured
+    begin
+      yield
+    ensure
+      $stderr = STDERR
+    end
+    captured.string
+  end
+
+  def native_dump(obj, limit = nil)
+    RustyStdlib::Marshal.native_dump(obj, limit)
+  end
+
+  def native_load(bytes, freeze: false)
+    RustyStdlib::Marshal.native_load(bytes, freeze, RustyStdlib::Marshal::FALLBACK)
+  end
+
+  shared_s = +"shared"
+  shared_a = [1, shared_s]
+  cyclic_a = []
+  cyclic_a << cyclic_a
+  cyclic_h = {}
+  cyclic_h[:me] = cyclic_h
+  heap_float = 1e300 # not a flonum: a heap object, linked when it appears twice
+
+  native_values = {
+    "nil/true/false" => [nil, true, false],
+    "fixnums at every w_long width" =>
+      [0, 1, -1, 4, 5, -4, -5, 122, 123, -123, -124, 255, 256, -256, -257, 65_535, 65_536, -65_537,
+       2**24, -(2**24), 2**30 - 1, -(2**30)],
+    "fixnums written as bignums" => [2**30, -(2**30) - 1, 2**31, 2**32, -(2**32), 2**62 - 1, -(2**62), [2**40, 2**40]],
+    "bignums" => [2**62, -(2**62) - 1, 2**64, 2**64 - 1, 2**70, -(2**100), 3**200, [2**70] * 3],
+    "floats" => [0.0, -0.0, 1.0, 1.5, -1.5, 100.0, 1e16, 1e15, 123_456_789.0, 0.1, 0.0001, 1e-4, 1e-5, 2.5e-3,
+                 1.0 / 3, Math::PI, 1e100, heap_float, [heap_float, heap_float], 5e-324, Float::MAX, Float::MIN,
+                 Float::INFINITY, -Float::INFINITY, Float::NAN, 2.0**70, [1.5, 1.5, 2.5]],
+    "strings" => ["", "abc", "caf\u00e9", "abc".b, "\xff\xfe".b, "abc".encode("US-ASCII"),
+                  "caf\u00e9".dup.force_encoding("US-ASCII"),
+                  { "caf\u00e9".dup.force_encoding("US-ASCII") => 1, "caf\u00e9".b => 2, "caf\u00e9" => 3 },
+                  "caf\u00e9".encode("ISO-8859-1"), "\u65e5\u672c".encode("Shift_JIS"), "\u65e5".encode("EUC-JP"),
+                  "hi".encode("UTF-16LE"), "\xff".dup.force_encoding("UTF-8"), "x" * 300, "frozen".freeze,
+                  ["a".encode("Shift_JIS"), "b".encode("Shift_JIS"), "c".encode("EUC-JP"), "d".encode("Shift_JIS")]],
+    "symbols" => [:a, :foo?, :"with space", :"caf\u00e9", "caf\u00e9".encode("ISO-8859-1").to_sym,
+                  "\u65e5".encode("EUC-JP").to_sym, :"dyn_#{rand(1000)}", %i[a b a b c a], [:E, :encoding, "x", "y".encode("Shift_JIS")],
+                  [:"caf\u00e9", :"caf\u00e9", "caf\u00e9".encode("ISO-8859-1").to_sym]],
+    "arrays" => [[], [nil], [1, [2, [3, [4]]]], [shared_s, shared_s, shared_a, shared_a], cyclic_a, Array.new(200) { |i| i }],
+    "hashes" => [{}, { a: 1 }, { "k" => "v", 1 => 2.5, nil => [], [1] => { x: :y } }, { shared_s => shared_s },
+                 Hash.new(5), Hash.new(shared_s).merge!(a: shared_s), Hash.new([]).merge!(b: 1), cyclic_h,
+                 Hash.new(cyclic_a)],
+    "plain objects" => [Object.new, RustyMarshalSpec::Empty.new, RustyMarshalSpec::Point.new(1, "two"),
+                        [RustyMarshalSpec::Point.new(shared_s, shared_a)] * 2,
+                        RustyMarshalSpec::Node.new.tap { |n| n.next_node = n },
+                        { RustyMarshalSpec::Point.new(:k, nil) => RustyMarshalSpec::Point.new(1.5, 2**70) }],
+    "times" => [Time.at(1_700_000_000, 123_456_789, :nsec), Time.at(1_700_000_000).utc, Time.at(0, in: "+09:00"),
+                Time.at(0).getlocal("-03:30"), Time.at(1.5), Time.at(Rational(1, 3)), Time.utc(2020, 1, 2, 3, 4, 5.25r),
+                Time.at(2**40), Time.at(-(2**40)), Time.utc(1, 1, 1), Time.now, [Time.at(0)] * 3,
+                { Time.at(7) => [Time.at(7).utc] }, [Time.at(0), Time.at(0)], Time.now.freeze],
+    "classes and modules" => [String, Kernel, Comparable, BasicObject, RustyMarshalSpec, RustyMarshalSpec::Point,
+                              [String, String, Kernel, Kernel], { Integer => Float }, Encoding::Converter, File::Constants]
+  }
+
+  describe "dump" do
+    native_values.each do |label, values|
+      it "writes the stdlib's bytes for #{label}, natively" do
+        values.each do |v|
+          expect_same_dump(v)
+          expect(native_dump(v)).not_to be_nil, "fell back for #{v.inspect}"
+        end
+      end
+    end
+
+    it "numbers links and symlinks as MRI does across a mixed graph" do
+      s = +"s"
+      sj = "j".encode("Shift_JIS")
+      v = [s, :a, [s, :a, sj, :b], { s => sj, "t".encode("EUC-JP") => :a }, sj, 1.5, 1.5, 2**70, s, :b]
+      expect_same_dump(v)
+      expect(native_dump(v)).not_to be_nil
+    end
+
+    it "writes every float exactly as the stdlib (random bit patterns)" do
+      rng = Random.new(Kernel.rand(2**32))
+      floats = Array.new(stress ? 100 : 20_000) { [rng.rand(2**64)].pack("Q").unpack1("D") }
+      floats += Array.new(stress ? 50 : 1000) { rng.rand * 10**rng.rand(-30..30) }
+      ours_bytes = floats.map { |f| native_dump(f) }
+      expect(ours_bytes).to eq(floats.map { |f| stdlib.dump(f) })
+    end
+
+    it "honours the depth limit like the stdlib" do
+      values = [1, [], [1], [[1]], { a: [1] }, "str", "sj".encode("Shift_JIS"), :"caf\u00e9", [2**70], Hash.new(1),
+                2**40, -(2**46), [2**40], { 2**40 => [2**40] }, 1.5, 1e300, RustyMarshalSpec::Point.new([1], 2**40)]
+      values.each do |v|
+        [-1, 0, 1, 2, 3, 4].each { |limit| expect_same_dump(v, limit) }
+      end
+      expect(native_dump([[1]], 3)).not_to be_nil
+      expect { ours.dump([[1]], 2) }.to raise_error(ArgumentError, "exceed depth limit")
+    end
+
+    it "treats the second argument as MRI does (limit, IO, nil, bignum)" do
+      expect_same_dump([1], nil)
+      expect_same_dump([1], 2**40)
+      expect_same_dump([1], nil, 3)
+      expect_same_dump([1], 2**31)
+      io_ours = StringIO.new(+"")
+      io_std = StringIO.new(+"")
+      expect(ours.dump([1, "a"], io_ours)).to equal(io_ours)
+      stdlib.dump([1, "a"], io_std)
+      expect(io_ours.string).to eq(io_std.string)
+      io_ours = StringIO.new(+"")
+      io_std = StringIO.new(+"")
+      ours.dump([1, "a"], io_ours, 5)
+      stdlib.dump([1, "a"], io_std, 5)
+      expect(io_ours.string).to eq(io_std.string)
+    end
+
+    it "returns a fresh binary String" do
+      out = ours.dump("x")
+      expect(out.encoding).to eq(Encoding::BINARY)
+      expect(out).not_to be_frozen
+    end
+  end
+
+  describe "structs (written natively, read by the stdlib)" do
+    shared_pair = RustyMarshalSpec::Pair.new("s", [1])
+    structs = [RustyMarshalSpec::Pair.new(1, 2), [shared_pair, shared_pair, shared_pair.right],
+               RustyMarshalSpec::Keyed.new(a: 1, b: "x"), RustyMarshalSpec::SubPair.new(nil, 2**70),
+               RustyMarshalSpec::Pair.new(RustyMarshalSpec::Pair.new(Time.at(0), {}), RustyMarshalSpec::Point.new(1, 2)),
+               Process::Tms.new(1.0, 2.0, 3.0, 4.0), RustyMarshalSpec::Pair.new(:a, { k: RustyMarshalSpec::Pair.new })]
+    it "writes the stdlib's bytes" do
+      structs.each do |v|
+        expect_same_dump(v)
+        expect(native_dump(v)).not_to be_nil, "fell back for #{v.inspect}"
+        [1, 2, 3].each { |limit| expect_same_dump(v, limit) }
+      end
+    end
+
+    it "leaves loading them to the stdlib" do
+      structs.each do |v|
+        bytes = stdlib.dump(v)
+        expect(native_load(bytes)).to equal(fallback)
+        expect_same_load(bytes)
+      end
+    end
+
+    it "falls back for anonymous structs, structs with ivars, Range and Data" do
+      odd = [Struct.new(:z).new(1), RustyMarshalSpec::Pair.new(1, 2).tap { |x| x.instance_variable_set(:@iv, 1) }, 1..2]
+      odd << Data.define(:q).new(q: 1) if defined?(Data) && Data.respond_to?(:define)
+      odd.each do |v|
+        expect(native_dump([v])).to be_nil
+        expect_same_dump([v])
+      end
+    end
+  end
+
+  describe "dump falls back to the stdlib for the whole call" do
+    sub_s = Class.new(String)
+    Object.const_set(:RustyMarshalSpecString, sub_s) unless Object.const_defined?(:RustyMarshalSpecString)
+    sub_a = Class.new(Array)
+    Object.const_set(:RustyMarshalSpecArray, sub_a) unless Object.const_defined?(:RustyMarshalSpecArray)
+    sub_h = Class.new(Hash)
+    Object.const_set(:RustyMarshalSpecHash, sub_h) unless Object.const_defined?(:RustyMarshalSpecHash)
+    unless Object.const_defined?(:RustyMarshalSpecHooked)
+      Object.const_set(:RustyMarshalSpecHooked, Class.new do
+        def marshal_dump = [1]
+        def marshal_load(_data) = nil
+      end)
+      Object.const_set(:RustyMarshalSpecUserDump, Class.new do
+        def _dump(_level) = "u"
+        def self._load(_str) = new
+      end)
+      Object.const_set(:RustyMarshalSpecTime, Class.new(Time))
+      Object.const_set(:RustyMarshalSpecClassDump, Class.new do
+        def self._dump(_level) = "c"
+        def self._load(_str) = self
+      end)
+      Object.const_set(:RustyMarshalSpecResponder, Class.new do
+        def respond_to?(*) = super
+      end)
+      gone = Class.new
+      Object.const_set(:RustyMarshalSpecGone, gone)
+      Object.send(:remove_const, :RustyMarshalSpecGone)
+      Object.const_set(:RustyMarshalSpecGone, Class.new)
+      Object.const_set(:RustyMarshalSpecGoneInstance, gone.new)
+    end
+    ext_mod = Module.new
+    Object.const_set(:RustyMarshalSpecExt, ext_mod) unless Object.const_defined?(:RustyMarshalSpecExt)
+
+    with_ivar = +"iv"
+    with_ivar.instance_variable_set(:@note, 1)
+    ary_ivar = [1]
+    ary_ivar.instance_variable_set(:@n, 2)
+    extended = (+"e").extend(RustyMarshalSpecExt)
+    singleton = +"s"
+    singleton.define_singleton_method(:hi) { 1 }
+    cases = {
+      "an object of a class with marshal_dump" => [RustyMarshalSpecHooked.new],
+      "an object of a class with _dump" => [RustyMarshalSpecUserDump.new],
+      "an object whose class overrides respond_to?" => [RustyMarshalSpecResponder.new],
+      "an object of an anonymous class" => [Class.new.new],
+      "an object of a class that cannot be referred to" => [RustyMarshalSpecGoneInstance],
+      "an object with a singleton method" => [Object.new.tap { |o| o.define_singleton_method(:x) { 1 } }],
+      "an extended plain object" => [Object.new.extend(RustyMarshalSpecExt)],
+      "an exception" => [RuntimeError.new("boom")],
+      "a Time subclass" => [RustyMarshalSpecTime.at(0)],
+      "a Time with an ivar" => [Time.at(0).tap { |t| t.instance_variable_set(:@note, 1) }],
+      "a Time with a singleton method" => [Time.at(0).tap { |t| t.define_singleton_method(:x) { 1 } }],
+      "a Struct of an anonymous class" => [Struct.new(:a).new(1)],
+      "String/Array/Hash subclasses" => [RustyMarshalSpecString.new("x"), RustyMarshalSpecArray.new([1]),
+                                         RustyMarshalSpecHash.new.merge!(a: 1)],
+      "a string with an ivar" => [1, with_ivar],
+      "an array with an ivar" => ary_ivar,
+      "an extended object" => [extended],
+      "an object with singleton methods" => [singleton],
+      "a compare_by_identity hash" => [{}.compare_by_identity.merge!("a" => 1)],
+      "a hash with a default proc" => [Hash.new { |h, k| h[k] = 1 }],
+      "a ruby2_keywords hash" => [Hash.ruby2_keywords_hash({ a: 1 })],
+      "a top-level ruby2_keywords hash" => Hash.ruby2_keywords_hash({ a: 1 }),
+      "Range, Regexp, Rational, Complex (a Time, a class and a module beside them)" =>
+        [1..2, /re/i, String, Kernel, Time.at(0, in: "UTC"), Rational(1, 3), Complex(1, 2)],
+      "an anonymous class or module" => [String, Class.new],
+      "an anonymous module" => [Module.new],
+      "a singleton class" => [String.singleton_class],
+      "a class that cannot be referred to" => [RustyMarshalSpecGoneInstance.class],
+      "a class with its own _dump" => [RustyMarshalSpecClassDump],
+      "unsupported things deep inside supported ones" => [[{ a: [1, 2, RustyMarshalSpec::Point.new(Class.new.new)] }]],
+      "an undumpable object" => [1, proc {}],
+      "an anonymous class" => [Class.new]
+    }
+    cases.each do |label, v|
+      it "gives the stdlib's result for #{label}" do
+        expect(native_dump(v)).to be_nil
+        expect_same_dump(v)
+      end
+    end
+
+    it "gives the stdlib's result for very deep nesting" do
+      deep = []
+      1500.times { deep = [deep] }
+      expect(native_dump(deep)).to be_nil
+      expect_same_dump(deep)
+      shallow = []
+      900.times { shallow = [shallow] }
+      expect(native_dump(shallow)).not_to be_nil
+      expect_same_dump(shallow)
+    end
+
+    it "stays within the machine stack of threads and fibers, like the stdlib there" do
+      run = lambda do |how, &work|
+        job = lambda do
+          work.call
+        rescue SystemStackError
+          :stack_error
+        end
+        how == :thread ? Thread.new(&job).value : Fiber.new(&job).resume
+      end
+      [[:a] * 2, { a: 1 }, RustyMarshalSpec::Point.new].each do |shape|
+        v = 1
+        (stress ? 50 : 900).times { v = shape.is_a?(Hash) ? { a: v } : (shape.is_a?(Array) ? [v] : RustyMarshalSpec::Point.new(v)) }
+        bytes = stdlib.dump(v)
+        %i[thread fiber].each do |how|
+          # Where the stdlib itself overflows a small stack, ours may do better (native
+          # frames are smaller) but must never give anything other than the right answer.
+          std_ok = run.call(how) { stdlib.dump(v) } != :stack_error
+          dumped = run.call(how) { ours.dump(v) }
+          expect(dumped).to eq(bytes) unless dumped == :stack_error && !std_ok
+          loaded = run.call(how) { ours.load(bytes) }
+          std_ok = run.call(how) { stdlib.load(bytes) } != :stack_error
+          # describe would recurse too deep for a fiber: compare the load by dumping it.
+          expect(stdlib.dump(loaded)).to eq(bytes) unless loaded == :stack_error && !std_ok
+        end
+      end
+    end
+
+    it "does not crash on absurd nesting (stdlib: SystemStackError)" do
+      deep = []
+      100_000.times { deep = [deep] }
+      expected = begin
+        stdlib.dump(deep)
+      rescue SystemStackError => e
+        e.class
+      end
+      actual = begin
+        ours.dump(deep)
+      rescue SystemStackError => e
+        e.class
+      end
+      expect(actual).to eq(expected)
+    end
+
+    it "respects a redefined Time#_dump / Time._load (in a child process: it cannot be undone)" do
+      script = <<~RUBY
+        $LOAD_PATH.unshift(#{File.expand_path("../../lib", __dir__).dump})
+        require "rusty_stdlib"
+        m = RustyStdlib::Marshal
+        t = Time.at(0)
+        bytes = m.stdlib_dump([t])
+        before = [!m.native_dump([t], nil).nil?, !m.native_load(bytes, false, m::FALLBACK).equal?(m::FALLBACK)]
+        class Time
+          alias_method :spec_orig_dump, :_dump
+          def _dump(level) = spec_orig_dump(level) + "!"
+          class << self
+            alias_method :spec_orig_load, :_load
+            def _load(str) = spec_orig_load(str.chomp("!"))
+          end
+        end
+        after = [m.native_dump([t], nil).nil?, m.native_load(bytes, false, m::FALLBACK).equal?(m::FALLBACK)]
+        same = [m.dump([t]) == m.stdlib_dump([t]), m.load(bytes) == m.stdlib_load(bytes)]
+        print Marshal.dump([before, after, same])
+      RUBY
+      out = IO.popen([RbConfig.ruby, "-w", "-e", script], err: %i[child out], &:read)
+      expect(Marshal.load(out)).to eq([[true, true], [true, true], [true, true]])
+    end
+
+    it "never runs a redefined Array#hash / Time#eql? / Module#hash itself (child process)" do
+      script = <<~RUBY
+        $LOAD_PATH.unshift(#{File.expand_path("../../lib", __dir__).dump})
+        require "rusty_stdlib"
+        m = RustyStdlib::Marshal
+        inputs = [{ [1] => 2 }, { Time.at(0) => 1 }, { String => 1 }].map { |v| m.stdlib_dump(v) }
+        before = inputs.map { |b| !m.native_load(b, false, m::FALLBACK).equal?(m::FALLBACK) }
+        $calls = []
+        class Array; alias_method :spec_hash, :hash; def hash = ($calls << :array; spec_hash); end
+        class Time; alias_method :spec_eql, :eql?; def eql?(o) = ($calls << :time; spec_eql(o)); end
+        class Module; alias_method :spec_hash, :hash; def hash = ($calls << :module; spec_hash); end
+        after = inputs.map { |b| m.native_load(b, false, m::FALLBACK).equal?(m::FALLBACK) }
+        calls_during_native = $calls.dup
+        loaded = inputs.map { |b| m.load(b).keys.first.class }
+        print Marshal.dump([before, after, calls_during_native, loaded, $calls.uniq.sort])
+      RUBY
+      out = IO.popen([RbConfig.ruby, "-w", "-e", script], err: %i[child out], &:read)
+      expect(Marshal.load(out)).to eq([[true, true, true], [true, true, true], [], [Array, Time, Class], %i[array module]])
+    end
+
+    it "respects dump hooks defined on core classes" do
+      String.class_eval do
+        def _dump(_level) = "custom"
+        def self._load(str) = new(str)
+      end
+      begin
+        expect(native_dump(["x"])).to be_nil
+        expect_same_dump(["x"])
+      ensure
+        String.class_eval do
+          remove_method :_dump
+          singleton_class.remove_method :_load
+        end
+      end
+      expect(native_dump(["x"])).not_to be_nil
+    end
+  end
+
+  describe "load" do
+    native_values.each do |label, values|
+      it "loads the stdlib's bytes for #{label} into the same objects, natively" do
+        values.each do |v|
+          bytes = stdlib.dump(v)
+          expect(native_load(bytes)).not_to equal(fallback), "fell back for #{v.inspect}"
+          next if stress && bytes.bytesize > 80 # GC.stress makes every allocation a full GC
+
+          expect_same_load(bytes)
+          expect_same_load(bytes, freeze: true)
+        end
+      end
+    end
+
+    it "preserves shared references and freezes like the stdlib" do
+      s = +"s"
+      bytes = stdlib.dump([s, s, { s => s }, [s], Hash.new(s)])
+      expect_same_load(bytes)
+      expect_same_load(bytes, freeze: true)
+      loaded = ours.load(bytes)
+      expect(loaded[0]).to equal(loaded[1])
+      expect(loaded[3][0]).to equal(loaded[0])
+    end
+
+    it "accepts records MRI reads but does not write (4-byte i, short bignums, T/F ivars)" do
+      [
+        "\x04\bi\x04\xff\xff\xff\xff", "\x04\bi\xfc\x00\x00\x00\x80", "\x04\bl+\x00", "\x04\bl-\x06\x01\x00",
+        "\x04\bl+\a\x01\x00\x00\x00\x00\x00\x00\x00", "\x04\bI\"\x06a\x00", "\x04\bI\"\x06a\a:\x06ET:\x06EF",
+        "\x04\b[\x06i\x06trailing", "\x04\bI\"\x06a\x06:\x06Ei\x06", "\x04\bI\"\x06a\x06:\x06E0",
+        "\x04\bI\"\x06a\a:\rencoding\"\x0eShift_JIS:\x06ET", "\x04\bI\"\x06a\x06:\rencoding\"\x0cUnknown",
+        "\x04\bI\"\x06a\x06:\x06xT", "\x04\bI\"\x06\xff\x06:\x06ET", "\x04\bI:\x06\xff\x06:\x06ET", "\x04\b\"\x06\xff", "\x04\bI\"\x06a\x06:\rencoding\"\nUTF-8",
+        "\x04\bI\"\x06a\x06:\rencoding\"\x0fASCII-8BIT", "\x04\bf\x061", "\x04\bf\a-0", "\x04\bf\x0a1.5e-7"
+      ].each do |bytes|
+        expect_same_load(bytes.b)
+        expect_same_load(bytes.b, freeze: true)
+      end
+    end
+
+    it "creates symbols it has not seen, like the stdlib" do
+      name = "rusty_never_seen_#{Process.pid}_#{rand(1 << 30)}"
+      bytes = "\x04\b[\a:#{(name.bytesize + 5).chr}#{name}I:#{(name.bytesize + 7).chr}#{name}\xC3\xA9\x06:\x06ET".b
+      loaded = ours.load(bytes) # ours first: the symbols do not exist yet
+      expect(native_load(bytes)).not_to equal(fallback)
+      expect(loaded.map(&:encoding)).to eq([Encoding::US_ASCII, Encoding::UTF_8])
+      expect(loaded.map(&:to_s)).to eq([name, "#{name}\u00e9"])
+      expect(stdlib.load(bytes)).to eq(loaded)
+      expect_same_load(bytes)
+    end
+
+    it "gives the stdlib's exception for truncated input" do
+      values = [[1, 2**70, 1.5, "caf\u00e9", :sym, { a: "x".encode("Shift_JIS") }, Hash.new(3)], "abc", 2**100, :"caf\u00e9"]
+      values = values.drop(1) if stress
+      values.each do |v|
+        bytes = stdlib.dump(v)
+        (0...bytes.bytesize).each do |n|
+          outcome = expect_same_load(bytes.byteslice(0, n))
+          expect(outcome.raised).to be(true)
+        end
+      end
+      expect_same_load("")
+      expect_same_load("\x04")
+    end
+
+    it "gives the stdlib's result for bad version bytes" do
+      ["\x04\x09i\x06", "\x03\x08i\x06", "\x05\x00i\x06", "\x04\x07i\x06", "\x04\x00[\x00"].each do |bytes|
+        # Ruby 3.1 warns about a 4.7 file under -w: capture it and compare that too.
+        capture_stderr { expect_same_load(bytes.b) }
+        warnings = [stdlib, ours].map do |m|
+          capture_stderr do
+            m.load(bytes.b)
+          rescue StandardError
+            nil
+          end
+        end
+        expect(warnings[1]).to eq(warnings[0])
+      end
+      expect(native_load("\x04\x07i\x06".b)).to equal(fallback)
+    end
+
+    it "gives the stdlib's result for mutated bytes" do
+      rng = Random.new(Kernel.rand(2**32))
+      gen = MarshalHelper::GraphGenerator.new(rng, 25)
+      replacements = [0, *5..127, *0x85..0xfb].freeze
+      (stress ? 5 : 60).times do
+        bytes = stdlib.dump(gen.send(:node, 0))
+        (stress ? 3 : 10).times do
+          mutated = bytes.dup
+          pos = rng.rand(2...mutated.bytesize) if mutated.bytesize > 2
+          next unless pos
+
+          mutated.setbyte(pos, replacements[rng.rand(replacements.size)])
+          expect_same_load(mutated)
+        end
+      end
+    end
+
+    it "falls back for objects of classes it cannot resolve without running Ruby code" do
+      Dir.mktmpdir do |dir|
+        file = File.join(dir, "rusty_marshal_autoloaded.rb")
+        File.write(file, "class RustyMarshalAutoloaded; attr_reader :a; end\n")
+        Object.autoload(:RustyMarshalAutoloaded, file)
+        bytes = "\x04\bo:\eRustyMarshalAutoloaded\x06:\a@ai\x06".b
+        expect(native_load(bytes)).to equal(fallback)
+        expect(native_load("\x04\bc\eRustyMarshalAutoloaded".b)).to equal(fallback)
+        expect(Object.autoload?(:RustyMarshalAutoloaded)).to eq(file) # not triggered by us
+        expect(ours.load(bytes).a).to eq(1) # the stdlib autoloads it
+      end
+      [
+        "\x04\bo:\x1cRustyMarshalNoSuchClass\x00", "\x04\bo:\vKernel\x00", "\x04\bo:\vString\x00",
+        "\x04\bo:\vObject\x06:\x06xi\x06",
+        "\x04\bo:\nRange\x00", "\x04\bo:\x1cRustyMarshalSpec::Point\x00", "\x04\bo:\x1bRustyMarshalSpec:Point\x00",
+        "\x04\bo:\x1cRustyMarshalSpec::Point\a:\a@xi\x06:\a@y[\x06@\x00",
+            # Time records with unexpected ivars or values, and `u` records of other classes
+        "\x04\bIu:\tTime\r \x80\x11\x80\x00\x00\x00\x00\x06:\voffset\"\x06x",
+        "\x04\bIu:\tTime\r \x80\x11\x80\x00\x00\x00\x00\x06:\vother\"\x06x",
+        "\x04\bIu:\tTime\r \x80\x11\x80\x00\x00\x00\x00\x06:\tzoneo:\vObject\x00",
+        "\x04\bu:\tTime\r \x80\x11\x80\x00\x00\x00\x00", "\x04\bu:\tTime\x06x",
+        "\x04\bu:\x1cRustyMarshalSpec::Point\x06x", "\x04\bu:\x0fRustyMarshalSpecTime\r \x80\x11\x80\x00\x00\x00\x00",
+        # class and module records that name the wrong kind, nothing, or an odd path
+        "\x04\bc\vKernel", "\x04\bm\vString", "\x04\bc\x1cRustyMarshalNoSuchClass", "\x04\bc\x00",
+        "\x04\bc\x0c#<Foo>", "\x04\bc\x14String::Nope", "\x04\bM\vString", "\x04\bIc\vString\x06:\x06ET"
+      ].each do |raw|
+        expect_same_load(raw.b)
+      end
+      # A class with its own #hash: loading it natively could run that code before a
+      # fallback, so the stdlib loads it (and calls #hash once per key, as always).
+      calls = []
+      keyed = Class.new do
+        attr_reader :v
+
+        define_method(:hash) { calls << :hash; 1 }
+        define_method(:eql?) { |o| o.is_a?(self.class) }
+      end
+      stub_const("RustyMarshalSpecKeyed", keyed)
+      bytes = stdlib.dump({ keyed.new => 1 })
+      calls.clear
+      expect(native_load(bytes)).to equal(fallback)
+      expect(calls).to be_empty
+      expect(ours.load(bytes).keys.first).to be_a(keyed)
+      expect(calls).to eq([:hash])
+      # An object with a non-ASCII ivar name: written natively, read by the stdlib.
+      odd = Object.new.tap { |o| o.instance_variable_set(:"@caf\u00e9", 1) }
+      expect_same_dump(odd)
+      expect(native_dump(odd)).not_to be_nil
+      expect_same_load(stdlib.dump(odd))
+      # MRI's message names the object by address, so compare class and wording.
+      {
+        "\x04\bo:\vObject\x06:\x06ET" => /\A#<Object:0x\h+> is not enc_capable\z/,
+        "\x04\bo:\vObject\x06:\x06Ki\x06" => /\Aruby2_keywords flag is given but #<Object:0x\h+> is not a Hash\z/
+      }.each do |raw, message|
+        expect(native_load(raw.b)).to equal(fallback)
+        [stdlib, ours].each { |m| expect { m.load(raw.b) }.to raise_error(ArgumentError, message) }
+      end
+    end
+
+    it "falls back for unsupported records and load options" do
+      values = [RuntimeError.new("x"), 1..2, /re/, RustyMarshalSpecTime.at(0), Rational(1, 2), [+"x"].tap { |a| a.instance_variable_set(:@i, 1) },
+                {}.compare_by_identity, Hash.ruby2_keywords_hash({ a: 1 }),
+                (+"iv").tap { |s| s.instance_variable_set(:@x, 1) }]
+      values.each do |v|
+        bytes = stdlib.dump(v)
+        expect(native_load(bytes)).to equal(fallback)
+        expect_parity(stdlib, ours) { |m| MarshalHelper.describe(m.load(bytes)).to_s }
+      end
+      bytes = stdlib.dump([1, "a", [2]])
+      seen_std = []
+      seen_ours = []
+      stdlib.load(bytes, ->(x) { seen_std << x.inspect; x })
+      ours.load(bytes, ->(x) { seen_ours << x.inspect; x })
+      expect(seen_ours).to eq(seen_std)
+      expect(ours.load(StringIO.new(bytes))).to eq(stdlib.load(StringIO.new(bytes)))
+      expect_parity(stdlib, ours) { |m| m.load(12) }
+      expect_parity(stdlib, ours) { |m| m.load(nil) }
+    end
+
+    it "does not crash on absurd nesting" do
+      deep = "\x04\b#{"[\x06" * 100_000}[\x00".b
+      expected = begin
+        stdlib.load(deep).class
+      rescue SystemStackError => e
+        e.class
+      end
+      actual = begin
+        ours.load(deep).class
+      rescue SystemStackError => e
+        e.class
+      end
+      expect(actual).to eq(expected)
+      nested_symbols = "\x04\b#{"I:\x06a\x06" * 100_000}:\x06E#{"T" * 100_000}".b
+      expected = begin
+        stdlib.load(nested_symbols).class
+      rescue SystemStackError => e
+        e.class
+      end
+      actual = begin
+        ours.load(nested_symbols).class
+      rescue SystemStackError => e
+        e.class
+      end
+      expect(actual).to eq(expected)
+      expect_same_load("\x04\b#{"I:\x06a\x06" * 50}:\x06E#{"T" * 50}".b)
+      medium = "\x04\b#{"[\x06" * 1500}[\x00".b
+      expect(native_load(medium)).to equal(fallback)
+      expect_same_load(medium) unless stress # 1000 arrays under GC.stress before falling back
+    end
+  end
+
+  describe "random object graphs" do
+    it "dump and load like the stdlib, both ways" do
+      rng = Random.new(Kernel.rand(2**32))
+      (stress ? 12 : 600).times do
+        gen = MarshalHelper::GraphGenerator.new(rng, stress ? 15 : 60)
+        graph = gen.generate
+        std_bytes = expect_same_dump(graph)
+        expect(native_dump(graph)).not_to be_nil
+        expect_same_load(std_bytes)
+        expect_same_load(std_bytes, freeze: true)
+        expect(native_load(std_bytes)).not_to equal(fallback)
+        expect_same_dump(graph, rng.rand(1..6)) # depth limits: bytes or "exceed depth limit"
+      end
+    end
+  end
+
+  describe "in a Ractor" do
+    it "works natively, as the stdlib's Marshal does" do
+      experimental = Warning[:experimental]
+      Warning[:experimental] = false
+      begin
+        r = Ractor.new do
+          m = RustyStdlib::Marshal
+          v = [1, "a", { b: 2**70 }, Time.at(0), String, RustyMarshalSpec::Point.new(1.5, :s)]
+          bytes = Marshal.dump(v)
+          range = Marshal.dump([1..2, v]) # falls back (Range) through the prepended module
+          [bytes, m.native_dump(v, nil) == bytes, m.stdlib_dump(v) == bytes,
+           m.native_load(bytes, false, m::FALLBACK).equal?(m::FALLBACK), Marshal.dump(Marshal.load(bytes)) == bytes,
+           range == m.stdlib_dump([1..2, v]) && Marshal.load(range)[0] == (1..2)]
+        end
+        bytes, native_same, stdlib_same, fell_back, round_trip, range_ok = r.take
+      ensure
+        Warning[:experimental] = experimental
+      end
+      expect([native_same, stdlib_same, fell_back, round_trip, range_ok]).to eq([true, true, false, true, true])
+      expect(bytes).to eq(stdlib.dump([1, "a", { b: 2**70 }, Time.at(0), String, RustyMarshalSpec::Point.new(1.5, :s)]))
+    end
+  end
+
+  describe "the shim" do
+    it "is installed on this Ruby and reaches the native code" do
+      expect(RustyStdlib.installed).to include(:marshal)
+      expect(Marshal.singleton_class.ancestors.first).to eq(RustyStdlib::Marshal::Overrides)
+    end
+
+    it "routes Marshal.dump / load / restore through ours with the stdlib's results" do
+      v = [1, "a", { b: 2**70 }, 1.5]
+      bytes = Marshal.dump(v)
+      expect(bytes).to eq(stdlib.dump(v))
+      expect(Marshal.load(bytes)).to eq(v)
+      expect(Marshal.restore(bytes)).to eq(v)
+      expect(Marshal.load(bytes, freeze: true)).to be_frozen
+      expect(Marshal.restore(bytes, nil, freeze: true)).to be_frozen
+      expect(Marshal.dump(v, 3)).to eq(stdlib.dump(v, 3))
+      expect { Marshal.dump(v, 1) }.to raise_error(ArgumentError, "exceed depth limit")
+      expect { Marshal.dump(v, nil) }.to raise_error(TypeError, "instance of IO needed")
+      expect(Marshal.dump({ a: 1 })).to eq(stdlib.dump({ a: 1 }))
+      expect(Marshal.load(bytes, proc { |x| x })).to eq(v)
+    end
+
+    it "rejects bad arguments exactly as the stdlib" do
+      calls = [[:dump, []], [:dump, [1, 2, 3, 4]], [:load, []], [:restore, []], [:dump, [1, Object.new]],
+               [:dump, [1, nil, nil]], [:load, ["\x04\bi\x06".b, 5]], [:load, [[1]]], [:dump, [1, 2.5]]]
+      calls.each do |name, args|
+        expect_parity(ours.stdlib_method(name), Marshal.method(name)) { |m| m.call(*args) }
+      end
+      expect_parity(ours.stdlib_method(:load), Marshal.method(:load)) { |m| m.call("x", nil, foo: 1) }
+    end
+
+    it "keeps the stdlib reachable" do
+      expect(ours.stdlib_dump(:x)).to eq("\x04\b:\x06x".b)
+      expect(ours.stdlib_restore("\x04\bi\x06".b)).to eq(1)
+    end
+  end
+end
