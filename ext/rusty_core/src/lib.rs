@@ -5,3 +5,4 @@
 
 pub mod digest;
 pub mod hex;
+pub mod json;

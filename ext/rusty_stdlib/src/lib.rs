@@ -7,10 +7,12 @@ use magnus::{Error, Ruby};
 
 mod digest;
 mod helpers;
+mod json;
 
 #[magnus::init(name = "rusty_stdlib")]
 fn init(ruby: &Ruby) -> Result<(), Error> {
     let root = ruby.define_module("RustyStdlib")?;
     digest::init(ruby, root)?;
+    json::init(ruby, root)?;
     Ok(())
 }
