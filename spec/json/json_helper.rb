@@ -9,6 +9,17 @@ module JSONParity
   STDLIB = RustyStdlib::JSON.stdlib_parser
   OURS = RustyStdlib::JSON::Parser
 
+  # Whether the shim proves parity on this json version; elsewhere (e.g. Ruby 3.3's
+  # json 2.9.1, whose messages and quirks differ) the parity specs are skipped and
+  # shim_spec.rb checks that the gem's parser stays in place.
+  def self.proven?
+    RustyStdlib::JSON.unsupported_reason.nil?
+  end
+
+  def self.unproven_message
+    "#{RustyStdlib::JSON.unsupported_reason}: ours stays uninstalled (see shim_spec.rb)"
+  end
+
   # Whether ours is the installed parser (false on a json the shim does not prove, e.g.
   # Ruby 3.3's json 2.9.1; the specs then still compare the two classes directly).
   def self.installed?

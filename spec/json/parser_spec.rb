@@ -5,6 +5,8 @@ require_relative "json_helper"
 RSpec.describe "RustyStdlib::JSON::Parser" do
   include JSONParity
 
+  before { skip JSONParity.unproven_message unless JSONParity.proven? }
+
   VALID = [
     "[]", "{}", "[1]", "1", "-1", "0", "-0", "-0.0", "0.0", "\"x\"", "null", "true", "false",
     " [ 1 , 2 ] ", "\n\t\r[1]\n", "[1e400]", "[-1e400]", "[1e-400]", "[4e-320]", "[1E2, 1e+2, 1e-2]",
@@ -122,6 +124,76 @@ RSpec.describe "RustyStdlib::JSON::Parser" do
       expect_json_parity(src, object_class: JSON::GenericObject)
       expect_json_parity(src, array_class: Class.new(Array))
       expect_json_parity("[1", create_additions: true)
+    end
+
+    it "runs create_additions (natively) like the gem, in the same order" do
+      require "json/add/core"
+      log = []
+      creatable = Class.new do
+        define_singleton_method(:json_creatable?) { true }
+        define_singleton_method(:json_create) { |h| log << h.dup; [:created, h] }
+      end
+      shy = Class.new do
+        define_singleton_method(:json_creatable?) { false }
+        define_singleton_method(:json_create) { |_h| raise "not called" }
+      end
+      failing = Class.new do
+        define_singleton_method(:json_creatable?) { true }
+        define_singleton_method(:json_create) { |_h| raise ArgumentError, "boom" }
+      end
+      stub_const("JSONParitySpecCreatable", creatable)
+      stub_const("JSONParitySpecShy", shy)
+      stub_const("JSONParitySpecFailing", failing)
+      docs = [
+        '{"json_class":"Range","a":[1,2,false]}',
+        '[{"json_class":"JSONParitySpecCreatable","v":{"json_class":"JSONParitySpecCreatable"}}, 1]',
+        '{"json_class":"JSONParitySpecShy","v":1}',
+        '{"json_class":"JSONParitySpecFailing"}',
+        '{"json_class":"NoSuchClassAnywhere"}',
+        '{"json_class":null,"json_class":"Range","a":[1,3,true]}',
+        '{"json_class":"JSONParitySpecCreatable"} x',
+        '[{"json_class":"JSONParitySpecCreatable"}, {"a":1,}]',
+        '{"type":"JSONParitySpecCreatable"}',
+        '{"json_class":"Rational","n":1,"d":3}'
+      ]
+      docs.each do |doc|
+        [{}, { freeze: true }, { create_id: "type" }, { create_id: nil }, { max_nesting: 1 }].each do |extra|
+          expect_parity(JSONParity::STDLIB, JSONParity::OURS) do |parser|
+            log.clear
+            observed = JSONParity.observe { parser.new(doc, create_additions: true, **extra).parse }
+            [observed, JSONParity::Observed.new([:ok, log.dup])]
+          end
+          expect_json_parity(doc, via: :load, **extra)
+        end
+      end
+    end
+
+    it "reads the thread's JSON.create_id like the gem" do
+      require "json/add/core"
+      begin
+        JSON.create_id = "kind"
+        expect_json_parity('{"kind":"Range","a":[1,2,false]}', create_additions: true)
+        expect_json_parity('{"kind":"Range","a":[1,2,false]}', via: :load)
+      ensure
+        JSON.create_id = "json_class"
+      end
+    end
+
+    it "keeps create_additions' user code side effects in the gem's order" do
+      calls = Hash.new { |h, k| h[k] = [] }
+      klass = Class.new do
+        define_singleton_method(:json_creatable?) { true }
+        define_singleton_method(:json_create) { |h| Thread.current[:json_spec_calls] << h["n"]; h["n"] }
+      end
+      stub_const("JSONParitySpecOrder", klass)
+      doc = '[{"json_class":"JSONParitySpecOrder","n":1,"c":{"json_class":"JSONParitySpecOrder","n":2}},' \
+            '{"json_class":"JSONParitySpecOrder","n":3}, x]'
+      [JSONParity::STDLIB, JSONParity::OURS].each do |parser|
+        Thread.current[:json_spec_calls] = calls[parser]
+        JSONParity.observe { parser.new(doc, create_additions: true).parse }
+      end
+      expect(calls[JSONParity::OURS]).to eq(calls[JSONParity::STDLIB])
+      expect(calls[JSONParity::STDLIB]).to eq([2, 1, 3])
     end
 
     it "ignores unknown options" do

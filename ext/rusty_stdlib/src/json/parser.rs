@@ -46,13 +46,15 @@ impl Default for Settings {
 pub struct ParserObject {
     source: Cell<VALUE>,
     delegate: Cell<VALUE>,
+    /// The key naming a class for `create_additions` (0 without it).
+    create_id: Cell<VALUE>,
     settings: Cell<Option<Settings>>,
 }
 
 impl DataTypeFunctions for ParserObject {
     fn mark(&self, _marker: &Marker) {
         // rb_gc_mark pins: the parse borrows the source's bytes.
-        for v in [self.source.get(), self.delegate.get()] {
+        for v in [self.source.get(), self.delegate.get(), self.create_id.get()] {
             if v != 0 {
                 unsafe { rb_sys::rb_gc_mark(v) };
             }
@@ -82,14 +84,20 @@ fn truthy(v: VALUE) -> bool {
     v != QNIL && v != rb_sys::Qfalse as VALUE
 }
 
-/// Reads the options the way the gem does; `None` when the gem's parser must take the
-/// call (options that run user code, or values the gem rejects with its own errors).
-fn read_options(opts: Option<RHash>) -> Option<Settings> {
+/// Reads the options the way the gem does, with the `create_id` option if one was
+/// given; `None` when the gem's parser must take the call (options whose user code runs
+/// in the middle of the walk, or values the gem rejects with its own errors).
+fn read_options(opts: Option<RHash>) -> Option<(Settings, Option<VALUE>)> {
     let mut settings = Settings::default();
     let Some(opts) = opts else {
-        return Some(settings);
+        return Some((settings, None));
     };
-    if option(opts, "create_additions").is_some_and(truthy) {
+    let create_additions = option(opts, "create_additions").is_some_and(truthy);
+    if create_additions
+        && (option(opts, "symbolize_names").is_some_and(truthy)
+            || option(opts, "match_string").is_some_and(truthy))
+    {
+        // An ArgumentError in the gem, or json_create calls on strings and keys.
         return None;
     }
     for key in ["object_class", "array_class", "decimal_class"] {
@@ -115,7 +123,8 @@ fn read_options(opts: Option<RHash>) -> Option<Settings> {
     settings.options.allow_nan = option(opts, "allow_nan").is_some_and(truthy);
     settings.flavour.symbolize_names = option(opts, "symbolize_names").is_some_and(truthy);
     settings.flavour.freeze = option(opts, "freeze").is_some_and(truthy);
-    Some(settings)
+    settings.flavour.create_additions = create_additions;
+    Some((settings, option(opts, "create_id")))
 }
 
 /// json 2.6.1's `convert_encoding`: binary sources are re-tagged UTF-8 (in place, or on a
@@ -154,9 +163,19 @@ impl ParserObject {
         let native = native
             .filter(|(source, _)| RString::from_value(*source).is_some())
             .and_then(|(source, opts)| read_options(opts).map(|s| (source, s)));
-        let Some((source, settings)) = native else {
+        let Some((source, (settings, create_id))) = native else {
             return Self::delegate_to_stdlib(ruby, rb_self, args, keywords);
         };
+        if settings.flavour.create_additions {
+            let create_id = match create_id {
+                Some(id) => id,
+                None => {
+                    let json: RModule = ruby.class_object().const_get("JSON")?;
+                    json.funcall::<_, _, Value>("create_id", ())?.as_raw()
+                }
+            };
+            rb_self.create_id.set(create_id);
+        }
         let source = convert_encoding(source.as_raw())?;
         rb_self.settings.set(Some(settings));
         rb_self.source.set(source);
@@ -223,7 +242,8 @@ impl ParserObject {
                 eprintln!("stack depth limit {}", options.stack_depth_limit);
             }
         }
-        let mut sink = RubySink::new(ruby, settings.flavour, 64);
+        let create_id = Some(rb_self.create_id.get()).filter(|_| settings.flavour.create_additions);
+        let mut sink = RubySink::new(ruby, settings.flavour, create_id, 64)?;
         let mut scratch = Vec::new();
         let outcome = core::parse(bytes, &options, &mut sink, &mut scratch);
         let result = match outcome {

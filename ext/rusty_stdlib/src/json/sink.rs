@@ -36,12 +36,16 @@ impl DataTypeFunctions for ValueStack {
 pub struct Flavour {
     pub symbolize_names: bool,
     pub freeze: bool,
+    pub create_additions: bool,
 }
 
 pub struct RubySink {
     stack: Obj<ValueStack>,
     flavour: Flavour,
     utf8: *mut rb_sys::rb_encoding,
+    /// With `create_additions`: the create_id key (kept alive by the parser object) and
+    /// the JSON module.
+    additions: Option<(VALUE, VALUE)>,
     /// NUL-terminated copies of numbers for Ruby's converters.
     cstr: Vec<u8>,
 }
@@ -59,16 +63,55 @@ fn json_constant(name: &str) -> Result<VALUE, Error> {
 }
 
 impl RubySink {
-    pub fn new(ruby: &Ruby, flavour: Flavour, capacity: usize) -> RubySink {
+    pub fn new(
+        ruby: &Ruby,
+        flavour: Flavour,
+        create_id: Option<VALUE>,
+        capacity: usize,
+    ) -> Result<RubySink, Error> {
+        let additions = match create_id {
+            Some(id) => {
+                use magnus::Module;
+                let json: magnus::RModule = ruby.class_object().const_get("JSON")?;
+                Some((id, magnus::rb_sys::AsRawValue::as_raw(json)))
+            }
+            None => None,
+        };
         let stack = ruby.obj_wrap(ValueStack {
             values: UnsafeCell::new(Vec::with_capacity(capacity)),
         });
-        RubySink {
+        Ok(RubySink {
             stack,
             flavour,
             utf8: unsafe { rb_sys::rb_utf8_encoding() },
+            additions,
             cstr: Vec::new(),
-        }
+        })
+    }
+
+    /// json 2.6's `create_additions` for a finished Hash: if it names a class under the
+    /// create_id key that is `json_creatable?`, that class's `json_create(hash)` replaces
+    /// it. Runs user code, so under `protect`; the hash stays on the marked stack.
+    fn create_addition(&mut self, hash: VALUE) -> Result<VALUE, Error> {
+        let Some((create_id, json)) = self.additions else {
+            return Ok(hash);
+        };
+        self.push(hash);
+        let result = magnus::rb_sys::protect(|| unsafe {
+            let klassname = rb_sys::rb_hash_aref(hash, create_id);
+            if klassname == rb_sys::Qnil as VALUE {
+                return hash;
+            }
+            let id = |name: &str| rb_sys::rb_intern2(name.as_ptr() as *const _, name.len() as _);
+            let klass = rb_sys::rb_funcall(json, id("deep_const_get"), 1, klassname);
+            let creatable = rb_sys::rb_funcall(klass, id("json_creatable?"), 0);
+            if creatable == rb_sys::Qnil as VALUE || creatable == rb_sys::Qfalse as VALUE {
+                return hash;
+            }
+            rb_sys::rb_funcall(klass, id("json_create"), 1, hash)
+        });
+        unsafe { (*self.values()).pop() };
+        result
     }
 
     #[inline(always)]
@@ -231,6 +274,7 @@ impl Sink for RubySink {
             };
         }
         unsafe { (*values).truncate(start) };
+        let hash = self.create_addition(hash)?;
         let hash = self.frozen_if_asked(hash);
         self.push(hash);
         Ok(())
