@@ -15,7 +15,6 @@ use rb_sys::VALUE;
 use rusty_core::json::{self as core, lines, Options, ParseError};
 
 use super::sink::{Flavour, RubySink};
-use crate::helpers::tmplock::LockedStr;
 
 const QNIL: VALUE = rb_sys::Qnil as VALUE;
 const QUNDEF: VALUE = rb_sys::Qundef as VALUE;
@@ -130,8 +129,13 @@ fn read_options(opts: Option<RHash>) -> Option<(Settings, Option<VALUE>)> {
 /// json 2.6.1's `convert_encoding`: binary sources are re-tagged UTF-8 (in place, or on a
 /// copy when frozen); other encodings are converted with `rb_str_conv_enc`.
 fn convert_encoding(source: VALUE) -> Result<VALUE, Error> {
+    // A String's encoding lookup cannot raise; UTF-8 (the usual case) stays as it is,
+    // as `rb_str_conv_enc` would leave it.
+    let enc = unsafe { rb_sys::rb_enc_get(source) };
+    if enc == unsafe { rb_sys::rb_utf8_encoding() } {
+        return Ok(source);
+    }
     magnus::rb_sys::protect(|| unsafe {
-        let enc = rb_sys::rb_enc_get(source);
         if enc == rb_sys::rb_ascii8bit_encoding() {
             let mut s = source;
             if rb_sys::rb_obj_frozen_p(s) != rb_sys::Qfalse as VALUE {
@@ -229,12 +233,9 @@ impl ParserObject {
         };
         let source = RString::from_value(unsafe { Value::from_raw(source) })
             .ok_or_else(|| uninitialized(ruby))?;
-        // Locked so that Ruby code run mid-parse (a warning hook) cannot move the bytes.
-        let lock = LockedStr::try_lock(source);
-        let bytes: &[u8] = match &lock {
-            Some(lock) => lock.bytes(),
-            None => unsafe { source.as_slice() },
-        };
+        // Nothing can change the string while we read it: no Ruby code runs during the
+        // walk except where the sink first locks the string (see RubySink::guard_source).
+        let bytes: &[u8] = unsafe { source.as_slice() };
         let mut options = settings.options;
         if options.max_nesting == 0 || options.max_nesting > 1000 {
             options.stack_depth_limit = super::stack::c_parser_depth_limit();
@@ -243,7 +244,7 @@ impl ParserObject {
             }
         }
         let create_id = Some(rb_self.create_id.get()).filter(|_| settings.flavour.create_additions);
-        let mut sink = RubySink::new(ruby, settings.flavour, create_id, 64)?;
+        let mut sink = RubySink::new(ruby, source.as_raw(), settings.flavour, create_id)?;
         let mut scratch = Vec::new();
         let outcome = core::parse(bytes, &options, &mut sink, &mut scratch);
         let result = match outcome {
@@ -251,7 +252,6 @@ impl ParserObject {
             Err(e) => Err(parse_error(ruby, bytes, e)),
         };
         sink.finish();
-        drop(lock);
         std::hint::black_box(source);
         result
     }

@@ -13,20 +13,71 @@ use magnus::{
 use rb_sys::VALUE;
 use rusty_core::json::{parse_float_fast, parse_int_fast, Sink};
 
-/// The GC-visible stack of values not yet placed in their container.
+/// Object keys up to this many bytes go through the [`KeyCache`].
+const CACHED_KEY_MAX: usize = 24;
+const KEY_CACHE_SLOTS: usize = 64;
+
+/// A direct-mapped cache of the keys (frozen Strings or Symbols) made during one parse,
+/// so that repeated keys skip Ruby's fstring table lookup.
+struct KeyCache {
+    slots: [KeySlot; KEY_CACHE_SLOTS],
+}
+
+#[derive(Clone, Copy)]
+struct KeySlot {
+    value: VALUE,
+    len: u8,
+    bytes: [u8; CACHED_KEY_MAX],
+}
+
+impl KeyCache {
+    fn empty() -> KeyCache {
+        KeyCache {
+            slots: [KeySlot {
+                value: 0,
+                len: 0,
+                bytes: [0; CACHED_KEY_MAX],
+            }; KEY_CACHE_SLOTS],
+        }
+    }
+
+    /// The slot for a key of 1..=CACHED_KEY_MAX bytes.
+    fn slot_of(bytes: &[u8]) -> usize {
+        let n = bytes.len();
+        let h = (n as u32)
+            .wrapping_mul(31)
+            .wrapping_add(bytes[0] as u32)
+            .wrapping_mul(31)
+            .wrapping_add(bytes[n - 1] as u32)
+            .wrapping_mul(31)
+            .wrapping_add(bytes[n / 2] as u32);
+        (h.wrapping_mul(0x9E37_79B1) >> 26) as usize % KEY_CACHE_SLOTS
+    }
+}
+
+/// The GC-visible stack of values not yet placed in their container, and the key cache
+/// (marked too: a key's only other reference may be a Hash that `json_create` dropped).
 #[derive(TypedData, Default)]
 #[magnus(class = "RustyStdlib::JSON::ValueStack", free_immediately, mark)]
 pub struct ValueStack {
     values: UnsafeCell<Vec<VALUE>>,
+    keys: UnsafeCell<Option<Box<KeyCache>>>,
 }
 
 impl DataTypeFunctions for ValueStack {
     fn mark(&self, _marker: &Marker) {
-        // Only ever called while no Rust code mutates the Vec (GC runs inside Ruby calls,
+        // Only ever called while no Rust code mutates these (GC runs inside Ruby calls,
         // and the sink never holds a reference across one).
         let values = unsafe { &*self.values.get() };
         for &v in values {
             unsafe { rb_sys::rb_gc_mark(v) };
+        }
+        if let Some(cache) = unsafe { &*self.keys.get() } {
+            for slot in &cache.slots {
+                if slot.len != 0 {
+                    unsafe { rb_sys::rb_gc_mark(slot.value) };
+                }
+            }
         }
     }
 }
@@ -41,6 +92,10 @@ pub struct Flavour {
 
 pub struct RubySink {
     stack: Obj<ValueStack>,
+    /// The source String, which the walk borrows; locked (`rb_str_locktmp`) before the
+    /// first call that may run Ruby code, so that code cannot modify it under us.
+    source: VALUE,
+    locked: bool,
     flavour: Flavour,
     utf8: *mut rb_sys::rb_encoding,
     /// With `create_additions`: the create_id key (kept alive by the parser object) and
@@ -48,6 +103,16 @@ pub struct RubySink {
     additions: Option<(VALUE, VALUE)>,
     /// NUL-terminated copies of numbers for Ruby's converters.
     cstr: Vec<u8>,
+}
+
+/// Value stack buffers up to this many entries are kept for the next parse.
+const SPARE_STACK_MAX: usize = 4096;
+
+thread_local! {
+    /// A value stack buffer from an earlier parse on this thread, to save the allocation.
+    static SPARE_STACK: std::cell::Cell<Vec<VALUE>> = const { std::cell::Cell::new(Vec::new()) };
+    /// Likewise an emptied key cache.
+    static SPARE_KEYS: std::cell::Cell<Option<Box<KeyCache>>> = const { std::cell::Cell::new(None) };
 }
 
 const fn fixnum(v: i64) -> VALUE {
@@ -65,9 +130,9 @@ fn json_constant(name: &str) -> Result<VALUE, Error> {
 impl RubySink {
     pub fn new(
         ruby: &Ruby,
+        source: VALUE,
         flavour: Flavour,
         create_id: Option<VALUE>,
-        capacity: usize,
     ) -> Result<RubySink, Error> {
         let additions = match create_id {
             Some(id) => {
@@ -78,10 +143,13 @@ impl RubySink {
             None => None,
         };
         let stack = ruby.obj_wrap(ValueStack {
-            values: UnsafeCell::new(Vec::with_capacity(capacity)),
+            values: UnsafeCell::new(SPARE_STACK.with(|spare| spare.take())),
+            keys: UnsafeCell::new(SPARE_KEYS.with(|spare| spare.take())),
         });
         Ok(RubySink {
             stack,
+            source,
+            locked: false,
             flavour,
             utf8: unsafe { rb_sys::rb_utf8_encoding() },
             additions,
@@ -96,6 +164,7 @@ impl RubySink {
         let Some((create_id, json)) = self.additions else {
             return Ok(hash);
         };
+        self.guard_source();
         self.push(hash);
         let result = magnus::rb_sys::protect(|| unsafe {
             let klassname = rb_sys::rb_hash_aref(hash, create_id);
@@ -135,9 +204,35 @@ impl RubySink {
         unsafe { Value::from_raw(v) }
     }
 
-    /// Keeps the stack object alive (and visible to the conservative GC) up to here.
+    /// Unlocks the source, hands the stack's buffer back for the next parse on this
+    /// thread, and keeps the stack object alive (visible to the conservative GC) up to
+    /// here.
     pub fn finish(self) {
+        if self.locked {
+            unsafe { rb_sys::rb_str_unlocktmp(self.source) };
+        }
+        if let Some(mut cache) = unsafe { (*self.stack.keys.get()).take() } {
+            // Its VALUEs may die once this parse is over: forget them.
+            cache.slots.iter_mut().for_each(|slot| slot.len = 0);
+            SPARE_KEYS.with(|spare| spare.set(Some(cache)));
+        }
+        let mut values = std::mem::take(unsafe { &mut *self.stack.values.get() });
+        if values.capacity() <= SPARE_STACK_MAX {
+            values.clear();
+            SPARE_STACK.with(|spare| spare.set(values));
+        }
         std::hint::black_box(self.stack);
+    }
+
+    /// Locks the source before Ruby code may run (a `json_create`, a warning hook).
+    /// Already locked by someone else: Ruby code could then change it, as it could under
+    /// the gem's parser, so we go on.
+    fn guard_source(&mut self) {
+        if !self.locked {
+            let source = self.source;
+            self.locked =
+                magnus::rb_sys::protect(|| unsafe { rb_sys::rb_str_locktmp(source) }).is_ok();
+        }
     }
 
     fn with_cstr(&mut self, text: &[u8]) -> *const std::os::raw::c_char {
@@ -145,6 +240,30 @@ impl RubySink {
         self.cstr.extend_from_slice(text);
         self.cstr.push(0);
         self.cstr.as_ptr() as *const _
+    }
+
+    /// A String for `bytes` (interned for keys and with `freeze`), or a Symbol for a key
+    /// with `symbolize_names`.
+    #[inline]
+    fn make_string(&mut self, bytes: &[u8], key: bool) -> Result<VALUE, Error> {
+        let ptr = bytes.as_ptr() as *const std::os::raw::c_char;
+        let len = bytes.len() as std::os::raw::c_long;
+        let v = if key || self.flavour.freeze {
+            let interned = unsafe { rb_sys::rb_enc_interned_str(ptr, len, self.utf8) };
+            if key && self.flavour.symbolize_names {
+                if std::str::from_utf8(bytes).is_ok() {
+                    unsafe { rb_sys::rb_str_intern(interned) }
+                } else {
+                    // Raises EncodingError ("invalid symbol in encoding UTF-8 ...").
+                    magnus::rb_sys::protect(|| unsafe { rb_sys::rb_str_intern(interned) })?
+                }
+            } else {
+                interned
+            }
+        } else {
+            unsafe { rb_sys::rb_utf8_str_new(ptr, len) }
+        };
+        Ok(v)
     }
 
     #[inline(always)]
@@ -209,6 +328,7 @@ impl Sink for RubySink {
             None => {
                 // Out of range, or too many digits to be sure: Ruby's strtod decides, and
                 // warns "Float 1e400 out of range" under -w just as the gem does.
+                self.guard_source();
                 let cstr = self.with_cstr(text) as usize;
                 let mut out = 0f64;
                 let out_ptr = &mut out as *mut f64 as usize;
@@ -227,23 +347,31 @@ impl Sink for RubySink {
 
     #[inline]
     fn string(&mut self, bytes: &[u8], key: bool) -> Result<(), Error> {
-        let ptr = bytes.as_ptr() as *const std::os::raw::c_char;
-        let len = bytes.len() as std::os::raw::c_long;
-        let v = if key || self.flavour.freeze {
-            let interned = unsafe { rb_sys::rb_enc_interned_str(ptr, len, self.utf8) };
-            if key && self.flavour.symbolize_names {
-                if std::str::from_utf8(bytes).is_ok() {
-                    unsafe { rb_sys::rb_str_intern(interned) }
-                } else {
-                    // Raises EncodingError ("invalid symbol in encoding UTF-8 ...").
-                    magnus::rb_sys::protect(|| unsafe { rb_sys::rb_str_intern(interned) })?
+        if key && !bytes.is_empty() && bytes.len() <= CACHED_KEY_MAX {
+            let keys = self.stack.keys.get();
+            let slot = KeyCache::slot_of(bytes);
+            {
+                let cache = unsafe { (*keys).get_or_insert_with(|| Box::new(KeyCache::empty())) };
+                let cached = &cache.slots[slot];
+                if cached.len as usize == bytes.len() && &cached.bytes[..bytes.len()] == bytes {
+                    let v = cached.value;
+                    self.push(v);
+                    return Ok(());
                 }
-            } else {
-                interned
             }
-        } else {
-            unsafe { rb_sys::rb_utf8_str_new(ptr, len) }
-        };
+            // No reference into the cache is held here: making the key may run the GC,
+            // whose mark reads the cache.
+            let v = self.make_string(bytes, true)?;
+            if let Some(cache) = unsafe { (*keys).as_mut() } {
+                let cached = &mut cache.slots[slot];
+                cached.value = v;
+                cached.len = bytes.len() as u8;
+                cached.bytes[..bytes.len()].copy_from_slice(bytes);
+            }
+            self.push(v);
+            return Ok(());
+        }
+        let v = self.make_string(bytes, key)?;
         self.push(v);
         Ok(())
     }
