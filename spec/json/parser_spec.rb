@@ -284,6 +284,38 @@ RSpec.describe "RustyStdlib::JSON::Parser" do
     end
   end
 
+  describe "GC" do
+    it "survives GC.compact inside json_create and compaction on every GC" do
+      require "json/add/core"
+      compactor = Class.new do
+        def self.json_creatable? = true
+        def self.json_create(hash) = (GC.compact; hash.merge("compacted" => true))
+      end
+      stub_const("JSONParitySpecCompactor", compactor)
+      docs = ['{"a":[1,2.5,"x",{"b":null}],"c":"\u00e9","d":12345678901234567890123}',
+              '[{"json_class":"JSONParitySpecCompactor","k":[1,{"x":"y"}]},"s",{"key":{"key":1}}]',
+              '[1e400, "' + "z" * 40 + '"]', '{"a":[1,2,']
+      docs.each do |doc|
+        expected = JSONParity.observe { JSONParity::STDLIB.new(doc, create_additions: true).parse }
+        begin
+          GC.auto_compact = true
+          GC.stress = true
+          actual = JSONParity.observe { JSONParity::OURS.new(doc, create_additions: true).parse }
+        ensure
+          GC.stress = false
+          GC.auto_compact = false
+        end
+        expect(actual).to eq(expected)
+      end
+    end
+
+    it "raises the gem's error for an uninitialized instance" do
+      expect_parity(JSONParity::STDLIB, JSONParity::OURS) do |parser|
+        [JSONParity.observe { parser.allocate.parse }, JSONParity.observe { parser.allocate.source }]
+      end
+    end
+  end
+
   describe "warnings" do
     it "prints Ruby's float range warnings under -w like the gem" do
       src = "[1e400, 1e-400, 1.5]"
