@@ -47,8 +47,11 @@ module JSONParity
       @raw = raw
     end
 
+    # Warnings printed while the block ran (Ruby's "Float 1e400 out of range" under -w).
+    attr_accessor :warnings
+
     def digest
-      @digest ||= @raw.first == :ok ? [:ok, JSONParity.shape(@raw.last)] : @raw
+      @digest ||= (@raw.first == :ok ? [:ok, JSONParity.shape(@raw.last)] : @raw) + [@warnings]
     end
 
     def ==(other)
@@ -93,8 +96,21 @@ module JSONParity
   # parsers (`via` picks the entry point: :new, :parse, :parse!, :load).
   def expect_json_parity(source, via: :new, **opts)
     expect_parity(STDLIB, OURS) do |parser|
-      JSONParity.observe { JSONParity.call(parser, source.dup, via, opts) }
+      JSONParity.with_warnings_captured do
+        JSONParity.observe { JSONParity.call(parser, source.dup, via, opts) }
+      end
     end
+  end
+
+  # Runs the block (which returns an Observed) with $stderr captured into its warnings.
+  def self.with_warnings_captured
+    saved = $stderr
+    $stderr = StringIO.new
+    observed = yield
+    observed.warnings = $stderr.string
+    observed
+  ensure
+    $stderr = saved
   end
 
   def self.call(parser, source, via, opts)
