@@ -316,7 +316,10 @@ RSpec.describe "RustyStdlib::JSON::Parser" do
 
     it "raises the gem's error for an uninitialized instance" do
       expect_parity(JSONParity::STDLIB, JSONParity::OURS) do |parser|
-        [JSONParity.observe { parser.allocate.parse }, JSONParity.observe { parser.allocate.source }]
+        initialized = parser.new("[1]")
+        [JSONParity.observe { parser.allocate.parse }, JSONParity.observe { parser.allocate.source },
+         JSONParity.observe { initialized.dup.parse }, JSONParity.observe { initialized.clone.source },
+         JSONParity.observe { initialized.freeze.parse }]
       end
     end
   end
