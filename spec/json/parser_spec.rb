@@ -324,6 +324,43 @@ RSpec.describe "RustyStdlib::JSON::Parser" do
     end
   end
 
+  describe "very deep documents without max_nesting" do
+    # The gem's parser recurses and raises SystemStackError when the machine stack runs
+    # out; ours does not recurse but raises the same beyond the depth the gem would reach
+    # (estimated from the remaining stack). Checked well away from that boundary.
+    def deep_outcome(parser, depth, kind)
+      doc = kind == :array ? "[" * depth + "]" * depth : '{"a":' * depth + "1" + "}" * depth
+      JSONParity.observe do
+        value = parser.new(doc, max_nesting: false).parse
+        levels = 0
+        while value.is_a?(Array) || value.is_a?(Hash)
+          levels += 1
+          value = value.is_a?(Array) ? value.first : value["a"]
+        end
+        levels
+      end
+    end
+
+    def expect_deep_parity(depth, kind, where)
+      expect_parity(JSONParity::STDLIB, JSONParity::OURS) do |parser|
+        case where
+        when :main then deep_outcome(parser, depth, kind)
+        when :thread then Thread.new { deep_outcome(parser, depth, kind) }.value
+        when :fiber then Fiber.new { deep_outcome(parser, depth, kind) }.resume
+        end
+      end
+    end
+
+    it "parses or overflows like the gem on the main thread, in threads and in fibers" do
+      { main: [20_000, 100_000], thread: [4_000, 30_000], fiber: [2_000, 10_000] }.each do |where, (fine, deep)|
+        %i[array object].each do |kind|
+          expect_deep_parity(fine, kind, where) unless Parity::GC_STRESS
+          expect_deep_parity(deep, kind, where)
+        end
+      end
+    end
+  end
+
   describe "warnings" do
     it "prints Ruby's float range warnings under -w like the gem" do
       src = "[1e400, 1e-400, 1.5]"

@@ -10,14 +10,20 @@ use std::cell::Cell;
 const C_MILLIBYTES_PER_LEVEL: usize = 143_910;
 const C_BASE_BYTES: usize = 436;
 
+/// A Fiber's machine stack as the C parser sees it: Ruby 3.1's default
+/// (`RUBY_FIBER_MACHINE_STACK_SIZE`, 512 KiB) plus what the fiber pool adds, fitted to
+/// the gem overflowing at 3660 levels in a fresh Fiber.
+const FIBER_DEFAULT_BYTES: usize = 512 * 1024;
+const FIBER_EXTRA_BYTES: usize = 5_100;
+
 thread_local! {
-    /// The lowest address of this thread's stack (0 until looked up).
-    static STACK_LOW: Cell<usize> = const { Cell::new(0) };
+    /// This thread's stack as (lowest address, size); (0, 0) until looked up.
+    static STACK: Cell<(usize, usize)> = const { Cell::new((0, 0)) };
 }
 
-fn stack_low() -> Option<usize> {
-    let cached = STACK_LOW.with(Cell::get);
-    if cached != 0 {
+fn thread_stack() -> Option<(usize, usize)> {
+    let cached = STACK.with(Cell::get);
+    if cached.0 != 0 {
         return Some(cached);
     }
     // Linux/glibc: for the main thread this reads /proc/self/maps, hence the cache.
@@ -33,20 +39,35 @@ fn stack_low() -> Option<usize> {
         if rc != 0 {
             return None;
         }
-        addr as usize
+        (addr as usize, size)
     };
-    STACK_LOW.with(|c| c.set(low));
+    STACK.with(|c| c.set(low));
     Some(low)
+}
+
+/// The machine stack size of Fibers in this process.
+fn fiber_stack_bytes() -> usize {
+    std::env::var("RUBY_FIBER_MACHINE_STACK_SIZE")
+        .ok()
+        .and_then(|v| v.trim().parse::<usize>().ok())
+        .unwrap_or(FIBER_DEFAULT_BYTES)
+        + FIBER_EXTRA_BYTES
 }
 
 /// The nesting depth at which the C parser would overflow the stack if called here.
 pub fn c_parser_depth_limit() -> usize {
     let marker = 0u8;
     let here = std::hint::black_box(&marker) as *const u8 as usize;
-    match stack_low() {
-        Some(low) if here > low => {
-            (here - low).saturating_sub(C_BASE_BYTES) * 1000 / C_MILLIBYTES_PER_LEVEL
+    let remaining = match thread_stack() {
+        Some((low, size)) if here > low && here - low <= size => here - low,
+        Some(_) => {
+            // Not on the thread's stack: inside a Fiber, whose stack Ruby measures from
+            // the fiber's start (ruby_stack_length counts VALUE-sized words).
+            let used = unsafe { rb_sys::ruby_stack_length(std::ptr::null_mut()) } as usize
+                * std::mem::size_of::<rb_sys::VALUE>();
+            fiber_stack_bytes().saturating_sub(used)
         }
-        _ => usize::MAX,
-    }
+        None => return usize::MAX,
+    };
+    remaining.saturating_sub(C_BASE_BYTES) * 1000 / C_MILLIBYTES_PER_LEVEL
 }
