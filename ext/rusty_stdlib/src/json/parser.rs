@@ -237,11 +237,9 @@ impl ParserObject {
         // walk except where the sink first locks the string (see RubySink::guard_source).
         let bytes: &[u8] = unsafe { source.as_slice() };
         let mut options = settings.options;
-        if options.max_nesting == 0 || options.max_nesting > 1000 {
+        if options.max_nesting == 0 || options.max_nesting > 100 {
+            // The default limit is far below any machine stack the gem could run out of.
             options.stack_depth_limit = super::stack::c_parser_depth_limit();
-            if std::env::var_os("RUSTY_JSON_DEBUG_STACK").is_some() {
-                eprintln!("stack depth limit {}", options.stack_depth_limit);
-            }
         }
         let create_id = Some(rb_self.create_id.get()).filter(|_| settings.flavour.create_additions);
         let mut sink = RubySink::new(ruby, source.as_raw(), settings.flavour, create_id)?;

@@ -45,13 +45,16 @@ fn thread_stack() -> Option<(usize, usize)> {
     Some(low)
 }
 
-/// The machine stack size of Fibers in this process.
+/// The machine stack size of Fibers in this process (Ruby reads the variable at boot).
 fn fiber_stack_bytes() -> usize {
-    std::env::var("RUBY_FIBER_MACHINE_STACK_SIZE")
-        .ok()
-        .and_then(|v| v.trim().parse::<usize>().ok())
-        .unwrap_or(FIBER_DEFAULT_BYTES)
-        + FIBER_EXTRA_BYTES
+    static BYTES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *BYTES.get_or_init(|| {
+        std::env::var("RUBY_FIBER_MACHINE_STACK_SIZE")
+            .ok()
+            .and_then(|v| v.trim().parse::<usize>().ok())
+            .unwrap_or(FIBER_DEFAULT_BYTES)
+            + FIBER_EXTRA_BYTES
+    })
 }
 
 /// The nesting depth at which the C parser would overflow the stack if called here.
