@@ -314,6 +314,34 @@ RSpec.describe "RustyStdlib::JSON::Parser" do
       end
     end
 
+    it "keeps interleaved parses (threads, nested parses in json_create) apart" do
+      yielder = Class.new do
+        def self.json_creatable? = true
+
+        def self.json_create(hash)
+          Thread.pass
+          GC.start if hash["i"].to_i.odd?
+          JSONParity::OURS.new('{"nested":[1,"x"]}').parse.merge(hash)
+        end
+      end
+      stub_const("JSONParitySpecYielder", yielder)
+      count = Parity::GC_STRESS ? 3 : 12
+      docs = Array.new(count) do |i|
+        inner = Array.new(i) { |j| { "json_class" => "JSONParitySpecYielder", "j" => j, "s" => "v" * j } }
+        JSON.generate("json_class" => "JSONParitySpecYielder", "i" => i, "list" => inner)
+      end
+      expected = docs.map { |d| JSONParity.shape(JSONParity::STDLIB.new(d, create_additions: true).parse) }
+      results = Array.new(4) do |t|
+        Thread.new do
+          Array.new(count) do |k|
+            i = (t * 5 + k) % count
+            [i, JSONParity.shape(JSONParity::OURS.new(docs[i], create_additions: true).parse)]
+          end
+        end
+      end.flat_map(&:value)
+      results.each { |i, shape| expect(shape).to eq(expected[i]) }
+    end
+
     it "raises the gem's error for an uninitialized instance" do
       expect_parity(JSONParity::STDLIB, JSONParity::OURS) do |parser|
         initialized = parser.new("[1]")

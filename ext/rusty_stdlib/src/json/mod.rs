@@ -22,7 +22,8 @@ pub fn init(ruby: &Ruby, root: RModule) -> Result<(), Error> {
     class.define_method("initialize", method!(ParserObject::initialize, -1))?;
     class.define_method("parse", method!(ParserObject::parse, 0))?;
     class.define_method("source", method!(ParserObject::source, 0))?;
-    let stack = module.define_class("ValueStack", ruby.class_object())?;
-    stack.undef_default_alloc_func();
+    let stacks = module.define_class("ValueStacks", ruby.class_object())?;
+    stacks.undef_default_alloc_func();
+    sink::init(ruby);
     Ok(())
 }

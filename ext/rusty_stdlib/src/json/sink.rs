@@ -1,15 +1,14 @@
 //! Builds Ruby values from what `rusty_core::json::parse` reports.
 //!
-//! Values wait on a [`ValueStack`]: a Rust `Vec` inside a Ruby object whose `mark`
-//! function marks every entry, so a GC run by any allocation (a string, an array) sees
-//! them. Arrays and hashes are then made in one call from the top of the stack.
+//! Values wait on a [`ValueStack`]: a Rust `Vec` that is registered, for the length of
+//! the parse, with one permanent Ruby object whose `mark` function marks every active
+//! stack (see [`ActiveStacks`]), so a GC run by any allocation sees them without a Ruby
+//! object per parse. Arrays and hashes are then made in one call from the top of the
+//! stack.
 
 use std::cell::UnsafeCell;
 
-use magnus::{
-    gc::Marker, rb_sys::FromRawValue, typed_data::Obj, DataTypeFunctions, Error, Ruby, TypedData,
-    Value,
-};
+use magnus::{gc::Marker, rb_sys::FromRawValue, DataTypeFunctions, Error, Ruby, TypedData, Value};
 use rb_sys::VALUE;
 use rusty_core::json::{parse_float_fast, parse_int_fast, Sink};
 
@@ -57,17 +56,16 @@ impl KeyCache {
 
 /// The GC-visible stack of values not yet placed in their container, and the key cache
 /// (marked too: a key's only other reference may be a Hash that `json_create` dropped).
-#[derive(TypedData, Default)]
-#[magnus(class = "RustyStdlib::JSON::ValueStack", free_immediately, mark)]
+#[derive(Default)]
 pub struct ValueStack {
     values: UnsafeCell<Vec<VALUE>>,
     keys: UnsafeCell<Option<Box<KeyCache>>>,
 }
 
-impl DataTypeFunctions for ValueStack {
-    fn mark(&self, _marker: &Marker) {
-        // Only ever called while no Rust code mutates these (GC runs inside Ruby calls,
-        // and the sink never holds a reference across one).
+impl ValueStack {
+    /// Only ever called while no Rust code mutates the stack (GC runs inside Ruby calls,
+    /// and the sink never holds a reference across one).
+    fn mark(&self) {
         let values = unsafe { &*self.values.get() };
         for &v in values {
             unsafe { rb_sys::rb_gc_mark(v) };
@@ -82,6 +80,35 @@ impl DataTypeFunctions for ValueStack {
     }
 }
 
+/// The value stacks of the parses in progress (several when a parse waits in user code
+/// while another thread, or a nested `JSON.parse`, runs). Touched only with the GVL held.
+struct Registry(UnsafeCell<Vec<*const ValueStack>>);
+
+// SAFETY: every access happens on a Ruby thread holding the GVL (the extension is not
+// Ractor-safe, so only the main Ractor calls it).
+unsafe impl Sync for Registry {}
+
+static ACTIVE: Registry = Registry(UnsafeCell::new(Vec::new()));
+
+/// The one permanent object (registered with `rb_gc_register_mark_object` at init)
+/// whose mark function marks every active [`ValueStack`].
+#[derive(TypedData, Default)]
+#[magnus(class = "RustyStdlib::JSON::ValueStacks", free_immediately, mark)]
+pub struct ActiveStacks;
+
+impl DataTypeFunctions for ActiveStacks {
+    fn mark(&self, _marker: &Marker) {
+        for &stack in unsafe { &*ACTIVE.0.get() } {
+            unsafe { (*stack).mark() };
+        }
+    }
+}
+
+pub fn init(ruby: &Ruby) {
+    let marker = ruby.obj_wrap(ActiveStacks);
+    ruby.gc_register_mark_object(marker);
+}
+
 /// What a parser instance asked for, beyond what the walk itself needs.
 #[derive(Clone, Copy, Default, Debug)]
 pub struct Flavour {
@@ -91,7 +118,8 @@ pub struct Flavour {
 }
 
 pub struct RubySink {
-    stack: Obj<ValueStack>,
+    /// Boxed so its address, which the registry holds, stays put; given back in `drop`.
+    stack: std::mem::ManuallyDrop<Box<ValueStack>>,
     /// The source String, which the walk borrows; locked (`rb_str_locktmp`) before the
     /// first call that may run Ruby code, so that code cannot modify it under us.
     source: VALUE,
@@ -109,10 +137,8 @@ pub struct RubySink {
 const SPARE_STACK_MAX: usize = 4096;
 
 thread_local! {
-    /// A value stack buffer from an earlier parse on this thread, to save the allocation.
-    static SPARE_STACK: std::cell::Cell<Vec<VALUE>> = const { std::cell::Cell::new(Vec::new()) };
-    /// Likewise an emptied key cache.
-    static SPARE_KEYS: std::cell::Cell<Option<Box<KeyCache>>> = const { std::cell::Cell::new(None) };
+    /// An emptied value stack from an earlier parse on this thread, to save allocations.
+    static SPARE: std::cell::Cell<Option<Box<ValueStack>>> = const { std::cell::Cell::new(None) };
 }
 
 const fn fixnum(v: i64) -> VALUE {
@@ -142,10 +168,9 @@ impl RubySink {
             }
             None => None,
         };
-        let stack = ruby.obj_wrap(ValueStack {
-            values: UnsafeCell::new(SPARE_STACK.with(|spare| spare.take())),
-            keys: UnsafeCell::new(SPARE_KEYS.with(|spare| spare.take())),
-        });
+        let stack: Box<ValueStack> = SPARE.with(|spare| spare.take()).unwrap_or_default();
+        unsafe { (*ACTIVE.0.get()).push(&*stack) };
+        let stack = std::mem::ManuallyDrop::new(stack);
         Ok(RubySink {
             stack,
             source,
@@ -204,24 +229,22 @@ impl RubySink {
         unsafe { Value::from_raw(v) }
     }
 
-    /// Unlocks the source, hands the stack's buffer back for the next parse on this
-    /// thread, and keeps the stack object alive (visible to the conservative GC) up to
-    /// here.
-    pub fn finish(self) {
+    /// Unlocks the source, stops marking the stack and keeps it, emptied, for the next
+    /// parse on this thread. Runs whatever the outcome (see `Drop`).
+    fn release(&mut self) {
         if self.locked {
             unsafe { rb_sys::rb_str_unlocktmp(self.source) };
+            self.locked = false;
         }
-        if let Some(mut cache) = unsafe { (*self.stack.keys.get()).take() } {
-            // Its VALUEs may die once this parse is over: forget them.
-            cache.slots.iter_mut().for_each(|slot| slot.len = 0);
-            SPARE_KEYS.with(|spare| spare.set(Some(cache)));
+        let me: *const ValueStack = &**self.stack;
+        let active = unsafe { &mut *ACTIVE.0.get() };
+        if let Some(i) = active.iter().rposition(|&s| s == me) {
+            active.remove(i);
         }
-        let mut values = std::mem::take(unsafe { &mut *self.stack.values.get() });
-        if values.capacity() <= SPARE_STACK_MAX {
-            values.clear();
-            SPARE_STACK.with(|spare| spare.set(values));
-        }
-        std::hint::black_box(self.stack);
+    }
+
+    pub fn finish(mut self) {
+        self.release();
     }
 
     /// Locks the source before Ruby code may run (a `json_create`, a warning hook).
@@ -273,6 +296,24 @@ impl RubySink {
         } else {
             v
         }
+    }
+}
+
+impl Drop for RubySink {
+    fn drop(&mut self) {
+        self.release();
+        // SAFETY: `stack` is not used after this.
+        let stack = unsafe { std::mem::ManuallyDrop::take(&mut self.stack) };
+        let values = unsafe { &mut *stack.values.get() };
+        if values.capacity() > SPARE_STACK_MAX {
+            return;
+        }
+        values.clear();
+        if let Some(cache) = unsafe { &mut *stack.keys.get() } {
+            // Its VALUEs may die once this parse is over: forget them.
+            cache.slots.iter_mut().for_each(|slot| slot.len = 0);
+        }
+        SPARE.with(|spare| spare.set(Some(stack)));
     }
 }
 
