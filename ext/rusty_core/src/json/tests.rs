@@ -168,3 +168,52 @@ fn numbers() {
     assert_eq!(parse_float_fast(b"0e-400"), Some(0.0));
     assert_eq!(parse_float_fast(b"1.000000000000000000001"), None);
 }
+
+#[test]
+fn number_machines() {
+    use super::number::{scan_number, NumberScan};
+    let scan = |s: &str| scan_number(s.as_bytes(), 0);
+    assert_eq!(scan("1.5,"), NumberScan::Float(3));
+    assert_eq!(scan("-0.0e+1]"), NumberScan::Float(7));
+    assert_eq!(scan("1e5"), NumberScan::Float(3));
+    assert_eq!(scan("1.5-2"), NumberScan::Integer(1));
+    assert_eq!(scan("1.5e"), NumberScan::Integer(1));
+    assert_eq!(scan("1.5.3"), NumberScan::Integer(1));
+    assert_eq!(scan("2."), NumberScan::Integer(1));
+    assert_eq!(scan("-12x"), NumberScan::Integer(3));
+    assert_eq!(scan("01"), NumberScan::Invalid);
+    assert_eq!(scan("-"), NumberScan::Invalid);
+    assert_eq!(scan("-a"), NumberScan::Invalid);
+}
+
+#[test]
+fn strings_and_comments() {
+    assert_eq!(
+        scan_string(b"\"a\\u00e9\\x\xff\"", 0),
+        Some(StringScan {
+            end: 11,
+            escaped: true
+        })
+    );
+    assert_eq!(
+        scan_string(b"\"abcdefghijklmnop\"", 0).map(|s| s.end),
+        Some(17)
+    );
+    assert_eq!(scan_string(b"\"a\tb\"", 0), None);
+    assert_eq!(scan_string(b"\"a\\\tb\"", 0), None);
+    assert_eq!(scan_string(b"\"\\u12g4\"", 0), None);
+    assert_eq!(scan_string(b"\"abc", 0), None);
+    assert_eq!(run("/**/[/***/1/*/ */]", false).unwrap(), "[i1]");
+    assert_eq!(err("[/*]"), "451: unexpected token at ''");
+    assert_eq!(
+        err("{\"a\":1 /x}"),
+        "859: unexpected token at '{\"a\":1 /x}'"
+    );
+}
+
+#[test]
+fn excerpt_stops_at_nul() {
+    assert_eq!(excerpt(b"ab\0cd", Some(1)), b"b");
+    assert_eq!(excerpt(b"ab", Some(2)), b"");
+    assert_eq!(excerpt(b"ab", None), b"");
+}
