@@ -19,7 +19,7 @@ module RustyStdlib
         require "json"
         return nil if PROVEN_VERSIONS.include?(::JSON::VERSION)
 
-        "json #{::JSON::VERSION} is not proven (#{PROVEN_VERSIONS.join(', ')} are)"
+        "json #{::JSON::VERSION} is not proven (proven: #{PROVEN_VERSIONS.join(', ')})"
       end
 
       # The gem's C parser, whether or not ours is installed.
