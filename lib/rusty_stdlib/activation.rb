@@ -11,7 +11,7 @@ require_relative "version"
 # - the stdlib it replaces is a version whose parity the specs prove.
 # Otherwise the stdlib stays in place and RustyStdlib.status says why.
 module RustyStdlib
-  MODULES = %i[digest marshal net_http].freeze
+  MODULES = %i[digest json marshal net_http].freeze
   DISABLED_WORDS = %w[off 0 false none no].freeze
 
   @installed = []

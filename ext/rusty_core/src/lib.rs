@@ -5,5 +5,6 @@
 
 pub mod digest;
 pub mod hex;
+pub mod json;
 pub mod marshal;
 pub mod net_http;

@@ -7,6 +7,7 @@ use magnus::{Error, Ruby};
 
 mod digest;
 mod helpers;
+mod json;
 mod marshal;
 mod net_http;
 
@@ -14,6 +15,7 @@ mod net_http;
 fn init(ruby: &Ruby) -> Result<(), Error> {
     let root = ruby.define_module("RustyStdlib")?;
     digest::init(ruby, root)?;
+    json::init(ruby, root)?;
     marshal::init(ruby, root)?;
     net_http::init(ruby, root)?;
     Ok(())

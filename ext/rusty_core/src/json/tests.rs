@@ -1,0 +1,219 @@
+//! Expected results below were taken from json 2.6.1 (Ruby 3.1) by hand; the RSpec suite
+//! checks everything against the live gem.
+
+use super::*;
+
+/// Renders what the sink receives as a compact Ruby-ish inspect string.
+#[derive(Default)]
+struct Render {
+    stack: Vec<String>,
+}
+
+impl Sink for Render {
+    type Error = ();
+    fn null(&mut self) -> Result<(), ()> {
+        self.stack.push("nil".into());
+        Ok(())
+    }
+    fn boolean(&mut self, value: bool) -> Result<(), ()> {
+        self.stack.push(value.to_string());
+        Ok(())
+    }
+    fn nan(&mut self) -> Result<(), ()> {
+        self.stack.push("NaN".into());
+        Ok(())
+    }
+    fn infinity(&mut self, negative: bool) -> Result<(), ()> {
+        self.stack
+            .push(if negative { "-Infinity" } else { "Infinity" }.into());
+        Ok(())
+    }
+    fn integer(&mut self, text: &[u8]) -> Result<(), ()> {
+        self.stack
+            .push(format!("i{}", String::from_utf8_lossy(text)));
+        Ok(())
+    }
+    fn float(&mut self, text: &[u8]) -> Result<(), ()> {
+        self.stack
+            .push(format!("f{}", String::from_utf8_lossy(text)));
+        Ok(())
+    }
+    fn string(&mut self, bytes: &[u8], key: bool) -> Result<(), ()> {
+        let prefix = if key { "k" } else { "s" };
+        self.stack.push(format!("{prefix}{:?}", bytes));
+        Ok(())
+    }
+    fn array(&mut self, len: usize) -> Result<(), ()> {
+        let items = self.stack.split_off(self.stack.len() - len);
+        self.stack.push(format!("[{}]", items.join(",")));
+        Ok(())
+    }
+    fn object(&mut self, pairs: usize) -> Result<(), ()> {
+        let items = self.stack.split_off(self.stack.len() - 2 * pairs);
+        let pairs: Vec<String> = items.chunks(2).map(|kv| kv.join("=>")).collect();
+        self.stack.push(format!("{{{}}}", pairs.join(",")));
+        Ok(())
+    }
+}
+
+fn run(src: &str, allow_nan: bool) -> Result<String, String> {
+    let mut sink = Render::default();
+    let options = Options {
+        max_nesting: 100,
+        allow_nan,
+        stack_depth_limit: usize::MAX,
+    };
+    match parse(src.as_bytes(), &options, &mut sink, &mut Vec::new()) {
+        Ok(()) => Ok(sink.stack.pop().unwrap()),
+        Err(ParseError::Unexpected { line, at }) => Err(format!(
+            "{line}: unexpected token at '{}'",
+            String::from_utf8_lossy(excerpt(src.as_bytes(), at))
+        )),
+        Err(ParseError::Surrogate { at }) => Err(format!(
+            "521: incomplete surrogate pair at '{}'",
+            String::from_utf8_lossy(excerpt(src.as_bytes(), Some(at)))
+        )),
+        Err(ParseError::Nesting { depth }) => Err(format!("nesting of {depth} is too deep")),
+        Err(ParseError::Sink(())) => Err("sink".into()),
+        Err(ParseError::StackOverflow) => Err("stack level too deep".into()),
+    }
+}
+
+fn err(src: &str) -> String {
+    run(src, false).unwrap_err()
+}
+
+#[test]
+fn accepts_values() {
+    assert_eq!(
+        run("[1, -2.5e3, true,false,null]", false).unwrap(),
+        "[i1,f-2.5e3,true,false,nil]"
+    );
+    assert_eq!(
+        run(" /**/ {\"a\" : [ ] } // c\n", false).unwrap(),
+        "{k[97]=>[]}"
+    );
+    assert_eq!(
+        run("[NaN,Infinity,-Infinity]", true).unwrap(),
+        "[NaN,Infinity,-Infinity]"
+    );
+    assert_eq!(run("\"x\"", false).unwrap(), "s[120]");
+}
+
+#[test]
+fn error_positions_match_json_2_6() {
+    assert_eq!(err(""), "859: unexpected token at ''");
+    assert_eq!(err("[1,]"), "451: unexpected token at ']'");
+    assert_eq!(err("{\"a\":1,}"), "859: unexpected token at '{\"a\":1,}'");
+    assert_eq!(
+        err("[{\"a\":1,}]"),
+        "451: unexpected token at '{\"a\":1,}]'"
+    );
+    assert_eq!(err("{\"a\":[1,]}"), "451: unexpected token at ']}'");
+    assert_eq!(err("[1.5-2]"), "451: unexpected token at '.5-2]'");
+    assert_eq!(err("1.5e"), "859: unexpected token at '.5e'");
+    assert_eq!(err("[01]"), "451: unexpected token at '01]'");
+    assert_eq!(err("[NaN]"), "225: unexpected token at 'NaN]'");
+    assert_eq!(err("[1,Infinity]"), "232: unexpected token at ',Infinity]'");
+    assert_eq!(err("Infinity"), "232: unexpected token at ''");
+    assert_eq!(err("-Infinity"), "249: unexpected token at '-Infinity'");
+    assert_eq!(err("[-Inf]"), "451: unexpected token at '-Inf]'");
+    assert_eq!(err("[1] // c"), "859: unexpected token at ''");
+    assert_eq!(err("[1/x]"), "451: unexpected token at 'x]'");
+    assert_eq!(err("[\"a\u{0}b\"]"), "451: unexpected token at '\"a'");
+    assert_eq!(
+        err("[\"\\ud800x\"]"),
+        "521: incomplete surrogate pair at '\\ud800x\"]'"
+    );
+    assert_eq!(
+        run("[-Infinityx]", true).unwrap_err(),
+        "451: unexpected token at 'x]'"
+    );
+}
+
+#[test]
+fn nesting_limit() {
+    assert_eq!(
+        err(&("[".repeat(101) + &"]".repeat(101))),
+        "nesting of 101 is too deep"
+    );
+    assert!(run(&("[".repeat(100) + &"]".repeat(100)), false).is_ok());
+}
+
+#[test]
+fn unescape_quirks() {
+    let un = |s: &str| {
+        let mut out = Vec::new();
+        unescape(s.as_bytes(), 0, s.len(), &mut out).map(|_| out)
+    };
+    assert_eq!(un("a\\nb\\x\\/").unwrap(), b"a\nbx/");
+    assert_eq!(un("\\u00e9").unwrap(), "é".as_bytes());
+    assert_eq!(un("\\ud83d\\ude00").unwrap(), "😀".as_bytes());
+    assert_eq!(un("\\ud800\\x1234").unwrap(), b"?x1234");
+    assert_eq!(un("\\udc00").unwrap(), b"\xed\xb0\x80");
+    assert_eq!(un("ab\\ud800").unwrap_err(), UnescapeError { at: 0 });
+}
+
+#[test]
+fn numbers() {
+    assert_eq!(parse_int_fast(b"-123"), Some(-123));
+    assert_eq!(parse_int_fast(b"1234567890123456789"), None);
+    assert_eq!(parse_float_fast(b"1.5"), Some(1.5));
+    assert_eq!(
+        parse_float_fast(b"-0.0").map(f64::to_bits),
+        Some((-0.0f64).to_bits())
+    );
+    assert_eq!(parse_float_fast(b"1e400"), None);
+    assert_eq!(parse_float_fast(b"1e-400"), None);
+    assert_eq!(parse_float_fast(b"0e-400"), Some(0.0));
+    assert_eq!(parse_float_fast(b"1.000000000000000000001"), None);
+}
+
+#[test]
+fn number_machines() {
+    use super::number::{scan_number, NumberScan};
+    let scan = |s: &str| scan_number(s.as_bytes(), 0);
+    assert_eq!(scan("1.5,"), NumberScan::Float(3));
+    assert_eq!(scan("-0.0e+1]"), NumberScan::Float(7));
+    assert_eq!(scan("1e5"), NumberScan::Float(3));
+    assert_eq!(scan("1.5-2"), NumberScan::Integer(1));
+    assert_eq!(scan("1.5e"), NumberScan::Integer(1));
+    assert_eq!(scan("1.5.3"), NumberScan::Integer(1));
+    assert_eq!(scan("2."), NumberScan::Integer(1));
+    assert_eq!(scan("-12x"), NumberScan::Integer(3));
+    assert_eq!(scan("01"), NumberScan::Invalid);
+    assert_eq!(scan("-"), NumberScan::Invalid);
+    assert_eq!(scan("-a"), NumberScan::Invalid);
+}
+
+#[test]
+fn strings_and_comments() {
+    assert_eq!(
+        scan_string(b"\"a\\u00e9\\x\xff\"", 0),
+        Some(StringScan {
+            end: 11,
+            escaped: true
+        })
+    );
+    assert_eq!(
+        scan_string(b"\"abcdefghijklmnop\"", 0).map(|s| s.end),
+        Some(17)
+    );
+    assert_eq!(scan_string(b"\"a\tb\"", 0), None);
+    assert_eq!(scan_string(b"\"a\\\tb\"", 0), None);
+    assert_eq!(scan_string(b"\"\\u12g4\"", 0), None);
+    assert_eq!(scan_string(b"\"abc", 0), None);
+    assert_eq!(run("/**/[/***/1/*/ */]", false).unwrap(), "[i1]");
+    assert_eq!(err("[/*]"), "451: unexpected token at ''");
+    assert_eq!(
+        err("{\"a\":1 /x}"),
+        "859: unexpected token at '{\"a\":1 /x}'"
+    );
+}
+
+#[test]
+fn excerpt_stops_at_nul() {
+    assert_eq!(excerpt(b"ab\0cd", Some(1)), b"b");
+    assert_eq!(excerpt(b"ab", Some(2)), b"");
+    assert_eq!(excerpt(b"ab", None), b"");
+}

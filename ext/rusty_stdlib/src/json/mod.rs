@@ -1,0 +1,29 @@
+//! `RustyStdlib::JSON::Parser`: a drop-in for json 2.6's `JSON::Ext::Parser` on
+//! `rusty_core::json`.
+//!
+//! The shim installs it with `JSON.parser = RustyStdlib::JSON::Parser`, so `JSON.parse`,
+//! `parse!`, `load` and `JSON::Parser.new(...).parse` all come here. Calls with options
+//! that run user code while parsing (`create_additions`, `object_class`, `array_class`,
+//! `decimal_class`), or with arguments the gem would reject, are handed whole to the
+//! gem's own parser when the instance is created: before anything else happened.
+
+mod parser;
+mod sink;
+mod stack;
+
+use magnus::{method, prelude::*, Error, RModule, Ruby};
+
+pub use parser::ParserObject;
+
+pub fn init(ruby: &Ruby, root: RModule) -> Result<(), Error> {
+    let module = root.define_module("JSON")?;
+    let class = module.define_class("Parser", ruby.class_object())?;
+    class.define_alloc_func::<ParserObject>();
+    class.define_method("initialize", method!(ParserObject::initialize, -1))?;
+    class.define_method("parse", method!(ParserObject::parse, 0))?;
+    class.define_method("source", method!(ParserObject::source, 0))?;
+    let stacks = module.define_class("ValueStacks", ruby.class_object())?;
+    stacks.undef_default_alloc_func();
+    sink::init(ruby);
+    Ok(())
+}

@@ -1,0 +1,312 @@
+//! The parser instance: option handling and source conversion as json 2.6.1's
+//! `cParser_initialize`, and `#parse` / `#source`.
+
+use std::cell::Cell;
+
+use magnus::{
+    gc::Marker,
+    prelude::*,
+    rb_sys::{AsRawValue, FromRawValue},
+    typed_data::Obj,
+    DataTypeFunctions, Error, ExceptionClass, RClass, RHash, RModule, RString, Ruby, TypedData,
+    Value,
+};
+use rb_sys::VALUE;
+use rusty_core::json::{self as core, lines, Options, ParseError};
+
+use super::sink::{Flavour, RubySink};
+
+const QNIL: VALUE = rb_sys::Qnil as VALUE;
+const QUNDEF: VALUE = rb_sys::Qundef as VALUE;
+
+#[derive(Clone, Copy, Debug)]
+struct Settings {
+    options: Options,
+    flavour: Flavour,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            options: Options {
+                max_nesting: 100,
+                allow_nan: false,
+                stack_depth_limit: usize::MAX,
+            },
+            flavour: Flavour::default(),
+        }
+    }
+}
+
+/// `RustyStdlib::JSON::Parser` instances. `source` is 0 until `initialize` ran; when the
+/// call was handed to the gem's parser, `delegate` holds that parser.
+#[derive(TypedData, Default)]
+#[magnus(class = "RustyStdlib::JSON::Parser", free_immediately, mark, size)]
+pub struct ParserObject {
+    source: Cell<VALUE>,
+    delegate: Cell<VALUE>,
+    /// The key naming a class for `create_additions` (0 without it).
+    create_id: Cell<VALUE>,
+    settings: Cell<Option<Settings>>,
+}
+
+impl DataTypeFunctions for ParserObject {
+    fn mark(&self, _marker: &Marker) {
+        // rb_gc_mark pins: the parse borrows the source's bytes.
+        for v in [self.source.get(), self.delegate.get(), self.create_id.get()] {
+            if v != 0 {
+                unsafe { rb_sys::rb_gc_mark(v) };
+            }
+        }
+    }
+}
+
+fn stdlib_parser(ruby: &Ruby) -> Result<RClass, Error> {
+    let json: RModule = ruby.class_object().const_get("JSON")?;
+    let ext: RModule = json.const_get("Ext")?;
+    ext.const_get("Parser")
+}
+
+fn json_error(ruby: &Ruby, name: &str) -> Result<ExceptionClass, Error> {
+    let json: RModule = ruby.class_object().const_get("JSON")?;
+    json.const_get(name)
+}
+
+/// `opts[key]` if the key is present (the gem's `option_given_p`), else `None`.
+fn option(hash: RHash, key: &str) -> Option<VALUE> {
+    let key = Ruby::get_with(hash).to_symbol(key).as_raw();
+    let v = unsafe { rb_sys::rb_hash_lookup2(hash.as_raw(), key, QUNDEF) };
+    (v != QUNDEF).then_some(v)
+}
+
+fn truthy(v: VALUE) -> bool {
+    v != QNIL && v != rb_sys::Qfalse as VALUE
+}
+
+/// Reads the options the way the gem does, with the `create_id` option if one was
+/// given; `None` when the gem's parser must take the call (options whose user code runs
+/// in the middle of the walk, or values the gem rejects with its own errors).
+fn read_options(opts: Option<RHash>) -> Option<(Settings, Option<VALUE>)> {
+    let mut settings = Settings::default();
+    let Some(opts) = opts else {
+        return Some((settings, None));
+    };
+    let create_additions = option(opts, "create_additions").is_some_and(truthy);
+    if create_additions
+        && (option(opts, "symbolize_names").is_some_and(truthy)
+            || option(opts, "match_string").is_some_and(truthy))
+    {
+        // An ArgumentError in the gem, or json_create calls on strings and keys.
+        return None;
+    }
+    for key in ["object_class", "array_class", "decimal_class"] {
+        if option(opts, key).is_some_and(|v| v != QNIL) {
+            return None;
+        }
+    }
+    if let Some(v) = option(opts, "max_nesting") {
+        if truthy(v) {
+            // Check_Type(T_FIXNUM) then FIX2INT: anything else raises in the gem.
+            if v & 1 == 0 {
+                return None;
+            }
+            let n = (v as i64) >> 1;
+            if n < i32::MIN as i64 || n > i32::MAX as i64 {
+                return None;
+            }
+            settings.options.max_nesting = n;
+        } else {
+            settings.options.max_nesting = 0;
+        }
+    }
+    settings.options.allow_nan = option(opts, "allow_nan").is_some_and(truthy);
+    settings.flavour.symbolize_names = option(opts, "symbolize_names").is_some_and(truthy);
+    settings.flavour.freeze = option(opts, "freeze").is_some_and(truthy);
+    settings.flavour.create_additions = create_additions;
+    Some((settings, option(opts, "create_id")))
+}
+
+/// json 2.6.1's `convert_encoding`: binary sources are re-tagged UTF-8 (in place, or on a
+/// copy when frozen); other encodings are converted with `rb_str_conv_enc`.
+fn convert_encoding(source: VALUE) -> Result<VALUE, Error> {
+    // A String's encoding lookup cannot raise; UTF-8 (the usual case) stays as it is,
+    // as `rb_str_conv_enc` would leave it.
+    let enc = unsafe { rb_sys::rb_enc_get(source) };
+    if enc == unsafe { rb_sys::rb_utf8_encoding() } {
+        return Ok(source);
+    }
+    magnus::rb_sys::protect(|| unsafe {
+        if enc == rb_sys::rb_ascii8bit_encoding() {
+            let mut s = source;
+            if rb_sys::rb_obj_frozen_p(s) != rb_sys::Qfalse as VALUE {
+                s = rb_sys::rb_str_dup(s);
+            }
+            rb_sys::rb_enc_associate(s, rb_sys::rb_utf8_encoding());
+            s
+        } else {
+            rb_sys::rb_str_conv_enc(source, enc, rb_sys::rb_utf8_encoding())
+        }
+    })
+}
+
+impl ParserObject {
+    pub fn initialize(ruby: &Ruby, rb_self: Obj<Self>, args: &[Value]) -> Result<(), Error> {
+        if rb_self.source.get() != 0 || rb_self.delegate.get() != 0 {
+            return Err(c_error(
+                ruby,
+                ruby.exception_type_error(),
+                "already initialized instance",
+            ));
+        }
+        let keywords = unsafe { rb_sys::rb_keyword_given_p() } != 0;
+        let native = match args {
+            [source] => Some((*source, None)),
+            [source, opts] if keywords => RHash::from_value(*opts).map(|h| (*source, Some(h))),
+            _ => None,
+        };
+        let native = native
+            .filter(|(source, _)| RString::from_value(*source).is_some())
+            .and_then(|(source, opts)| read_options(opts).map(|s| (source, s)));
+        let Some((source, (settings, create_id))) = native else {
+            return Self::delegate_to_stdlib(ruby, rb_self, args, keywords);
+        };
+        if settings.flavour.create_additions {
+            let create_id = match create_id {
+                Some(id) => id,
+                None => {
+                    let json: RModule = ruby.class_object().const_get("JSON")?;
+                    json.funcall::<_, _, Value>("create_id", ())?.as_raw()
+                }
+            };
+            rb_self.create_id.set(create_id);
+        }
+        let source = convert_encoding(source.as_raw())?;
+        rb_self.settings.set(Some(settings));
+        rb_self.source.set(source);
+        Ok(())
+    }
+
+    fn delegate_to_stdlib(
+        ruby: &Ruby,
+        rb_self: Obj<Self>,
+        args: &[Value],
+        keywords: bool,
+    ) -> Result<(), Error> {
+        let class = stdlib_parser(ruby)?.as_raw();
+        let raw: Vec<VALUE> = args.iter().map(|v| v.as_raw()).collect();
+        let new = ruby.to_symbol("new").as_raw();
+        let parser = magnus::rb_sys::protect(|| unsafe {
+            rb_sys::rb_funcallv_kw(
+                class,
+                rb_sys::rb_sym2id(new),
+                raw.len() as _,
+                raw.as_ptr(),
+                keywords as _,
+            )
+        })?;
+        rb_self.delegate.set(parser);
+        Ok(())
+    }
+
+    fn delegate(rb_self: &Obj<Self>) -> Option<Value> {
+        let v = rb_self.delegate.get();
+        (v != 0).then(|| unsafe { Value::from_raw(v) })
+    }
+
+    pub fn source(ruby: &Ruby, rb_self: Obj<Self>) -> Result<Value, Error> {
+        if let Some(parser) = Self::delegate(&rb_self) {
+            return parser.funcall("source", ());
+        }
+        let source = rb_self.source.get();
+        if source == 0 {
+            return Err(uninitialized(ruby));
+        }
+        Ok(unsafe { Value::from_raw(rb_sys::rb_str_dup(source)) })
+    }
+
+    pub fn parse(ruby: &Ruby, rb_self: Obj<Self>) -> Result<Value, Error> {
+        if let Some(parser) = Self::delegate(&rb_self) {
+            return parser.funcall("parse", ());
+        }
+        let (source, Some(settings)) = (rb_self.source.get(), rb_self.settings.get()) else {
+            return Err(uninitialized(ruby));
+        };
+        let source = RString::from_value(unsafe { Value::from_raw(source) })
+            .ok_or_else(|| uninitialized(ruby))?;
+        // Nothing can change the string while we read it: no Ruby code runs during the
+        // walk except where the sink first locks the string (see RubySink::guard_source).
+        let bytes: &[u8] = unsafe { source.as_slice() };
+        let mut options = settings.options;
+        if options.max_nesting == 0 || options.max_nesting > 100 {
+            // The default limit is far below any machine stack the gem could run out of.
+            options.stack_depth_limit = super::stack::c_parser_depth_limit();
+        }
+        let create_id = Some(rb_self.create_id.get()).filter(|_| settings.flavour.create_additions);
+        let mut sink = RubySink::new(ruby, source.as_raw(), settings.flavour, create_id)?;
+        let mut scratch = Vec::new();
+        let outcome = core::parse(bytes, &options, &mut sink, &mut scratch);
+        let result = match outcome {
+            Ok(()) => Ok(sink.result()),
+            Err(e) => Err(parse_error(ruby, bytes, e)),
+        };
+        sink.finish();
+        std::hint::black_box(source);
+        result
+    }
+}
+
+fn uninitialized(ruby: &Ruby) -> Error {
+    c_error(ruby, ruby.exception_type_error(), "uninitialized instance")
+}
+
+/// An exception as C's `rb_raise` makes it: the message is an ASCII-8BIT string.
+fn c_error(ruby: &Ruby, class: ExceptionClass, message: &str) -> Error {
+    match class.new_instance((ruby.str_from_slice(message.as_bytes()),)) {
+        Ok(exception) => exception.into(),
+        Err(e) => e,
+    }
+}
+
+/// The gem's exception for a rejected document, message bytes and encoding included.
+fn parse_error(ruby: &Ruby, source: &[u8], e: ParseError<Error>) -> Error {
+    let (class, message, utf8) = match e {
+        ParseError::Sink(e) => return e,
+        ParseError::StackOverflow => {
+            // Ruby's own overflow error has a US-ASCII message.
+            let message = ruby.enc_str_new("stack level too deep", ruby.usascii_encoding());
+            return match ruby.exception_sys_stack_error().new_instance((message,)) {
+                Ok(exception) => exception.into(),
+                Err(e) => e,
+            };
+        }
+        ParseError::Nesting { depth } => (
+            "NestingError",
+            format!("nesting of {depth} is too deep").into_bytes(),
+            false,
+        ),
+        ParseError::Unexpected { line, at } => {
+            let mut m = format!("{line}: unexpected token at '").into_bytes();
+            m.extend_from_slice(core::excerpt(source, at));
+            m.push(b'\'');
+            ("ParserError", m, true)
+        }
+        ParseError::Surrogate { at } => {
+            let mut m =
+                format!("{}: incomplete surrogate pair at '", lines::SURROGATE).into_bytes();
+            m.extend_from_slice(core::excerpt(source, Some(at)));
+            m.push(b'\'');
+            ("ParserError", m, true)
+        }
+    };
+    let class = match json_error(ruby, class) {
+        Ok(class) => class,
+        Err(e) => return e,
+    };
+    if !utf8 {
+        return c_error(ruby, class, &String::from_utf8_lossy(&message));
+    }
+    match class.new_instance((ruby.enc_str_new(&message, ruby.utf8_encoding()),)) {
+        Ok(exception) => exception.into(),
+        Err(e) => e,
+    }
+}

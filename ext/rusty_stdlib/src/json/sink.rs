@@ -1,0 +1,451 @@
+//! Builds Ruby values from what `rusty_core::json::parse` reports.
+//!
+//! Values wait on a [`ValueStack`]: a Rust `Vec` that is registered, for the length of
+//! the parse, with one permanent Ruby object whose `mark` function marks every active
+//! stack (see [`ActiveStacks`]), so a GC run by any allocation sees them without a Ruby
+//! object per parse. Arrays and hashes are then made in one call from the top of the
+//! stack.
+
+use std::cell::UnsafeCell;
+
+use magnus::{gc::Marker, rb_sys::FromRawValue, DataTypeFunctions, Error, Ruby, TypedData, Value};
+use rb_sys::VALUE;
+use rusty_core::json::{parse_float_fast, parse_int_fast, Sink};
+
+/// Object keys up to this many bytes go through the [`KeyCache`].
+const CACHED_KEY_MAX: usize = 24;
+const KEY_CACHE_SLOTS: usize = 64;
+
+/// A direct-mapped cache of the keys (frozen Strings or Symbols) made during one parse,
+/// so that repeated keys skip Ruby's fstring table lookup.
+struct KeyCache {
+    slots: [KeySlot; KEY_CACHE_SLOTS],
+}
+
+#[derive(Clone, Copy)]
+struct KeySlot {
+    value: VALUE,
+    len: u8,
+    bytes: [u8; CACHED_KEY_MAX],
+}
+
+impl KeyCache {
+    fn empty() -> KeyCache {
+        KeyCache {
+            slots: [KeySlot {
+                value: 0,
+                len: 0,
+                bytes: [0; CACHED_KEY_MAX],
+            }; KEY_CACHE_SLOTS],
+        }
+    }
+
+    /// The slot for a key of 1..=CACHED_KEY_MAX bytes.
+    fn slot_of(bytes: &[u8]) -> usize {
+        let n = bytes.len();
+        let h = (n as u32)
+            .wrapping_mul(31)
+            .wrapping_add(bytes[0] as u32)
+            .wrapping_mul(31)
+            .wrapping_add(bytes[n - 1] as u32)
+            .wrapping_mul(31)
+            .wrapping_add(bytes[n / 2] as u32);
+        (h.wrapping_mul(0x9E37_79B1) >> 26) as usize % KEY_CACHE_SLOTS
+    }
+}
+
+/// The GC-visible stack of values not yet placed in their container, and the key cache
+/// (marked too: a key's only other reference may be a Hash that `json_create` dropped).
+#[derive(Default)]
+pub struct ValueStack {
+    values: UnsafeCell<Vec<VALUE>>,
+    keys: UnsafeCell<Option<Box<KeyCache>>>,
+}
+
+impl ValueStack {
+    /// Only ever called while no Rust code mutates the stack (GC runs inside Ruby calls,
+    /// and the sink never holds a reference across one).
+    fn mark(&self) {
+        let values = unsafe { &*self.values.get() };
+        for &v in values {
+            unsafe { rb_sys::rb_gc_mark(v) };
+        }
+        if let Some(cache) = unsafe { &*self.keys.get() } {
+            for slot in &cache.slots {
+                if slot.len != 0 {
+                    unsafe { rb_sys::rb_gc_mark(slot.value) };
+                }
+            }
+        }
+    }
+}
+
+/// The value stacks of the parses in progress (several when a parse waits in user code
+/// while another thread, or a nested `JSON.parse`, runs). Touched only with the GVL held.
+struct Registry(UnsafeCell<Vec<*const ValueStack>>);
+
+// SAFETY: every access happens on a Ruby thread holding the GVL (the extension is not
+// Ractor-safe, so only the main Ractor calls it).
+unsafe impl Sync for Registry {}
+
+static ACTIVE: Registry = Registry(UnsafeCell::new(Vec::new()));
+
+/// The one permanent object (registered with `rb_gc_register_mark_object` at init)
+/// whose mark function marks every active [`ValueStack`].
+#[derive(TypedData, Default)]
+#[magnus(class = "RustyStdlib::JSON::ValueStacks", free_immediately, mark)]
+pub struct ActiveStacks;
+
+impl DataTypeFunctions for ActiveStacks {
+    fn mark(&self, _marker: &Marker) {
+        for &stack in unsafe { &*ACTIVE.0.get() } {
+            unsafe { (*stack).mark() };
+        }
+    }
+}
+
+pub fn init(ruby: &Ruby) {
+    let marker = ruby.obj_wrap(ActiveStacks);
+    ruby.gc_register_mark_object(marker);
+}
+
+/// What a parser instance asked for, beyond what the walk itself needs.
+#[derive(Clone, Copy, Default, Debug)]
+pub struct Flavour {
+    pub symbolize_names: bool,
+    pub freeze: bool,
+    pub create_additions: bool,
+}
+
+pub struct RubySink {
+    /// Boxed so its address, which the registry holds, stays put; given back in `drop`.
+    stack: std::mem::ManuallyDrop<Box<ValueStack>>,
+    /// The source String, which the walk borrows; locked (`rb_str_locktmp`) before the
+    /// first call that may run Ruby code, so that code cannot modify it under us.
+    source: VALUE,
+    locked: bool,
+    flavour: Flavour,
+    utf8: *mut rb_sys::rb_encoding,
+    /// With `create_additions`: the create_id key (kept alive by the parser object) and
+    /// the JSON module.
+    additions: Option<(VALUE, VALUE)>,
+    /// NUL-terminated copies of numbers for Ruby's converters.
+    cstr: Vec<u8>,
+}
+
+/// Value stack buffers up to this many entries are kept for the next parse.
+const SPARE_STACK_MAX: usize = 4096;
+
+thread_local! {
+    /// An emptied value stack from an earlier parse on this thread, to save allocations.
+    static SPARE: std::cell::Cell<Option<Box<ValueStack>>> = const { std::cell::Cell::new(None) };
+}
+
+const fn fixnum(v: i64) -> VALUE {
+    ((v << 1) | 1) as VALUE
+}
+
+fn json_constant(name: &str) -> Result<VALUE, Error> {
+    use magnus::Module;
+    let ruby = unsafe { Ruby::get_unchecked() };
+    let json: magnus::RModule = ruby.class_object().const_get("JSON")?;
+    let value: Value = json.const_get(name)?;
+    Ok(magnus::rb_sys::AsRawValue::as_raw(value))
+}
+
+impl RubySink {
+    pub fn new(
+        ruby: &Ruby,
+        source: VALUE,
+        flavour: Flavour,
+        create_id: Option<VALUE>,
+    ) -> Result<RubySink, Error> {
+        let additions = match create_id {
+            Some(id) => {
+                use magnus::Module;
+                let json: magnus::RModule = ruby.class_object().const_get("JSON")?;
+                Some((id, magnus::rb_sys::AsRawValue::as_raw(json)))
+            }
+            None => None,
+        };
+        let stack: Box<ValueStack> = SPARE.with(|spare| spare.take()).unwrap_or_default();
+        unsafe { (*ACTIVE.0.get()).push(&*stack) };
+        let stack = std::mem::ManuallyDrop::new(stack);
+        Ok(RubySink {
+            stack,
+            source,
+            locked: false,
+            flavour,
+            utf8: unsafe { rb_sys::rb_utf8_encoding() },
+            additions,
+            cstr: Vec::new(),
+        })
+    }
+
+    /// json 2.6's `create_additions` for a finished Hash: if it names a class under the
+    /// create_id key that is `json_creatable?`, that class's `json_create(hash)` replaces
+    /// it. Runs user code, so under `protect`; the hash stays on the marked stack.
+    fn create_addition(&mut self, hash: VALUE) -> Result<VALUE, Error> {
+        let Some((create_id, json)) = self.additions else {
+            return Ok(hash);
+        };
+        self.guard_source();
+        self.push(hash);
+        let result = magnus::rb_sys::protect(|| unsafe {
+            let klassname = rb_sys::rb_hash_aref(hash, create_id);
+            if klassname == rb_sys::Qnil as VALUE {
+                return hash;
+            }
+            let id = |name: &str| rb_sys::rb_intern2(name.as_ptr() as *const _, name.len() as _);
+            let klass = rb_sys::rb_funcall(json, id("deep_const_get"), 1, klassname);
+            let creatable = rb_sys::rb_funcall(klass, id("json_creatable?"), 0);
+            if creatable == rb_sys::Qnil as VALUE || creatable == rb_sys::Qfalse as VALUE {
+                return hash;
+            }
+            rb_sys::rb_funcall(klass, id("json_create"), 1, hash)
+        });
+        unsafe { (*self.values()).pop() };
+        result
+    }
+
+    #[inline(always)]
+    fn values(&self) -> *mut Vec<VALUE> {
+        self.stack.values.get()
+    }
+
+    #[inline(always)]
+    fn push(&mut self, v: VALUE) {
+        unsafe { (*self.values()).push(v) }
+    }
+
+    /// The one value left after a successful parse.
+    pub fn result(&self) -> Value {
+        let v = unsafe {
+            (*self.values())
+                .last()
+                .copied()
+                .unwrap_or(rb_sys::Qnil as VALUE)
+        };
+        unsafe { Value::from_raw(v) }
+    }
+
+    /// Unlocks the source, stops marking the stack and keeps it, emptied, for the next
+    /// parse on this thread. Runs whatever the outcome (see `Drop`).
+    fn release(&mut self) {
+        if self.locked {
+            unsafe { rb_sys::rb_str_unlocktmp(self.source) };
+            self.locked = false;
+        }
+        let me: *const ValueStack = &**self.stack;
+        let active = unsafe { &mut *ACTIVE.0.get() };
+        if let Some(i) = active.iter().rposition(|&s| s == me) {
+            active.remove(i);
+        }
+    }
+
+    pub fn finish(mut self) {
+        self.release();
+    }
+
+    /// Locks the source before Ruby code may run (a `json_create`, a warning hook).
+    /// Already locked by someone else: Ruby code could then change it, as it could under
+    /// the gem's parser, so we go on.
+    fn guard_source(&mut self) {
+        if !self.locked {
+            let source = self.source;
+            self.locked =
+                magnus::rb_sys::protect(|| unsafe { rb_sys::rb_str_locktmp(source) }).is_ok();
+        }
+    }
+
+    fn with_cstr(&mut self, text: &[u8]) -> *const std::os::raw::c_char {
+        self.cstr.clear();
+        self.cstr.extend_from_slice(text);
+        self.cstr.push(0);
+        self.cstr.as_ptr() as *const _
+    }
+
+    /// A String for `bytes` (interned for keys and with `freeze`), or a Symbol for a key
+    /// with `symbolize_names`.
+    #[inline]
+    fn make_string(&mut self, bytes: &[u8], key: bool) -> Result<VALUE, Error> {
+        let ptr = bytes.as_ptr() as *const std::os::raw::c_char;
+        let len = bytes.len() as std::os::raw::c_long;
+        let v = if key || self.flavour.freeze {
+            let interned = unsafe { rb_sys::rb_enc_interned_str(ptr, len, self.utf8) };
+            if key && self.flavour.symbolize_names {
+                if std::str::from_utf8(bytes).is_ok() {
+                    unsafe { rb_sys::rb_str_intern(interned) }
+                } else {
+                    // Raises EncodingError ("invalid symbol in encoding UTF-8 ...").
+                    magnus::rb_sys::protect(|| unsafe { rb_sys::rb_str_intern(interned) })?
+                }
+            } else {
+                interned
+            }
+        } else {
+            unsafe { rb_sys::rb_utf8_str_new(ptr, len) }
+        };
+        Ok(v)
+    }
+
+    #[inline(always)]
+    fn frozen_if_asked(&self, v: VALUE) -> VALUE {
+        if self.flavour.freeze {
+            unsafe { rb_sys::rb_obj_freeze(v) }
+        } else {
+            v
+        }
+    }
+}
+
+impl Drop for RubySink {
+    fn drop(&mut self) {
+        self.release();
+        // SAFETY: `stack` is not used after this.
+        let stack = unsafe { std::mem::ManuallyDrop::take(&mut self.stack) };
+        let values = unsafe { &mut *stack.values.get() };
+        if values.capacity() > SPARE_STACK_MAX {
+            return;
+        }
+        values.clear();
+        if let Some(cache) = unsafe { &mut *stack.keys.get() } {
+            // Its VALUEs may die once this parse is over: forget them.
+            cache.slots.iter_mut().for_each(|slot| slot.len = 0);
+        }
+        SPARE.with(|spare| spare.set(Some(stack)));
+    }
+}
+
+impl Sink for RubySink {
+    type Error = Error;
+
+    #[inline]
+    fn null(&mut self) -> Result<(), Error> {
+        self.push(rb_sys::Qnil as VALUE);
+        Ok(())
+    }
+
+    #[inline]
+    fn boolean(&mut self, value: bool) -> Result<(), Error> {
+        self.push(if value { rb_sys::Qtrue } else { rb_sys::Qfalse } as VALUE);
+        Ok(())
+    }
+
+    fn nan(&mut self) -> Result<(), Error> {
+        let v = json_constant("NaN")?;
+        self.push(v);
+        Ok(())
+    }
+
+    fn infinity(&mut self, negative: bool) -> Result<(), Error> {
+        let v = json_constant(if negative {
+            "MinusInfinity"
+        } else {
+            "Infinity"
+        })?;
+        self.push(v);
+        Ok(())
+    }
+
+    #[inline]
+    fn integer(&mut self, text: &[u8]) -> Result<(), Error> {
+        let v = match parse_int_fast(text) {
+            Some(i) => fixnum(i),
+            None => {
+                let cstr = self.with_cstr(text);
+                // Digits only: cannot raise.
+                unsafe { rb_sys::rb_cstr2inum(cstr, 10) }
+            }
+        };
+        self.push(v);
+        Ok(())
+    }
+
+    #[inline]
+    fn float(&mut self, text: &[u8]) -> Result<(), Error> {
+        let f = match parse_float_fast(text) {
+            Some(f) => f,
+            None => {
+                // Out of range, or too many digits to be sure: Ruby's strtod decides, and
+                // warns "Float 1e400 out of range" under -w just as the gem does.
+                self.guard_source();
+                let cstr = self.with_cstr(text) as usize;
+                let mut out = 0f64;
+                let out_ptr = &mut out as *mut f64 as usize;
+                magnus::rb_sys::protect(|| unsafe {
+                    *(out_ptr as *mut f64) =
+                        rb_sys::rb_cstr_to_dbl(cstr as *const std::os::raw::c_char, 1);
+                    rb_sys::Qnil as VALUE
+                })?;
+                out
+            }
+        };
+        let v = unsafe { rb_sys::rb_float_new(f) };
+        self.push(v);
+        Ok(())
+    }
+
+    #[inline]
+    fn string(&mut self, bytes: &[u8], key: bool) -> Result<(), Error> {
+        if key && !bytes.is_empty() && bytes.len() <= CACHED_KEY_MAX {
+            let keys = self.stack.keys.get();
+            let slot = KeyCache::slot_of(bytes);
+            {
+                let cache = unsafe { (*keys).get_or_insert_with(|| Box::new(KeyCache::empty())) };
+                let cached = &cache.slots[slot];
+                if cached.len as usize == bytes.len() && &cached.bytes[..bytes.len()] == bytes {
+                    let v = cached.value;
+                    self.push(v);
+                    return Ok(());
+                }
+            }
+            // No reference into the cache is held here: making the key may run the GC,
+            // whose mark reads the cache.
+            let v = self.make_string(bytes, true)?;
+            if let Some(cache) = unsafe { (*keys).as_mut() } {
+                let cached = &mut cache.slots[slot];
+                cached.value = v;
+                cached.len = bytes.len() as u8;
+                cached.bytes[..bytes.len()].copy_from_slice(bytes);
+            }
+            self.push(v);
+            return Ok(());
+        }
+        let v = self.make_string(bytes, key)?;
+        self.push(v);
+        Ok(())
+    }
+
+    #[inline]
+    fn array(&mut self, len: usize) -> Result<(), Error> {
+        let values = self.values();
+        let start = unsafe { (*values).len() } - len;
+        // The elements stay on the marked stack while the array is allocated.
+        let ary =
+            unsafe { rb_sys::rb_ary_new_from_values(len as _, (*values).as_ptr().add(start)) };
+        unsafe { (*values).truncate(start) };
+        let ary = self.frozen_if_asked(ary);
+        self.push(ary);
+        Ok(())
+    }
+
+    #[inline]
+    fn object(&mut self, pairs: usize) -> Result<(), Error> {
+        let values = self.values();
+        let start = unsafe { (*values).len() } - 2 * pairs;
+        let hash = unsafe { rb_sys::rb_hash_new() };
+        if pairs > 0 {
+            // Keys are frozen Strings or Symbols: hashing them runs no Ruby code. Later
+            // duplicates overwrite earlier ones in place, as `Hash#[]=` does.
+            unsafe {
+                rb_sys::rb_hash_bulk_insert((2 * pairs) as _, (*values).as_ptr().add(start), hash)
+            };
+        }
+        unsafe { (*values).truncate(start) };
+        let hash = self.create_addition(hash)?;
+        let hash = self.frozen_if_asked(hash);
+        self.push(hash);
+        Ok(())
+    }
+}

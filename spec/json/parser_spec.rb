@@ -1,0 +1,418 @@
+# frozen_string_literal: true
+
+require_relative "json_helper"
+
+RSpec.describe "RustyStdlib::JSON::Parser" do
+  include JSONParity
+
+  before { skip JSONParity.unproven_message unless JSONParity.proven? }
+
+  VALID = [
+    "[]", "{}", "[1]", "1", "-1", "0", "-0", "-0.0", "0.0", "\"x\"", "null", "true", "false",
+    " [ 1 , 2 ] ", "\n\t\r[1]\n", "[1e400]", "[-1e400]", "[1e-400]", "[4e-320]", "[1E2, 1e+2, 1e-2]",
+    "[123456789012345678901234567890, -123456789012345678901234567890]",
+    "[999999999999999999, 1000000000000000000, 4611686018427387903, 4611686018427387904]",
+    "[-4611686018427387904, -4611686018427387905, -9223372036854775808]",
+    "[0.1, 0.30000000000000004, 2.2250738585072011e-308, 1.7976931348623157e308]",
+    "[3.141592653589793238462643383279, 1.00000000000000000000000000000001]",
+    "[2.4703282292062328e-324, 2.4703282292062327e-324, 9007199254740993, 9007199254740993.0]",
+    '{"a":1,"a":2}', '{"a":1,"b":{"a":[{"c":null}]}}', '{"":""}',
+    '["\\u00e9\\u0000\\u001f", "\\ud83d\\ude00", "\\ud800\\udc00", "\\udc00", "\\ud800\\u0041"]',
+    '["\\ud800\\ud800", "\\ud800\\x1234", "\\x\\\'\\/\\q", "a\\"b\\\\c\\b\\f\\n\\r\\t"]',
+    "[\"\xff\xfe\", \"\xe9t\xe9\", \"\\\xc3\xa9\"]", "{\"\xff\":1}",
+    "/* c */ [1, /* c */ 2] // c\n", "[1, // c\n 2]", "{\"a\"/**/:/**/1/**/,/**/\"b\":2}",
+    "[/***/1/*/ */]", "[1]\n// trailing\n",
+    "[#{'"' * 0}\"#{'x' * 200}\\n#{'y' * 200}\"]", "[\"#{'é' * 100}\"]",
+    "[#{'[' * 99}#{']' * 99}]", "{\"a\":#{'{"a":' * 98}1#{'}' * 98}}"
+  ].freeze
+
+  INVALID = [
+    "", " ", "\n", "a", "[", "]", "{", "}", "[1,]", "[1 2]", "[,1]", "[1,,2]", "{\"a\":1,}",
+    "{\"a\" 1}", "{a:1}", "{,}", "{\"a\":}", "{\"a\"}", "[{\"a\":1,}]", "{\"a\":[1,]}",
+    "{\"a\":{\"b\":nul}}", "[{\"a\":{\"b\":x}}]", "NaN", "[NaN]", "Infinity", "[Infinity]",
+    " Infinity", "[1,Infinity]", "-Infinity", "[-Infinity]", "[-Inf]", "[-Infinit]", "[Infinityx]",
+    "[1.5-2]", "1.5e", "[1e]", "[1.]", "[.5]", "[01]", "[-01]", "[-]", "-", "[+1]", "[1.5.3]",
+    "[1e5e]", "[1.5E+]", "[0x10]", "[1_000]", "[tru]", "[true", "[truex]", "nul", "[nullnull]",
+    "[\"\\u12\"]", "[\"\\u\"]", "[\"\\ud800\"]", "[\"\\ud800x\"]", "[\"ab\\ud800\"]",
+    "[\"\\ud800\\u\"]", "{\"\\ud800\":1}", "[\"a\u0000b\"]", "[\"\t\"]", "[\"\\\t\"]",
+    "[\"abc", "\"abc", "[\"\\", "[1] x", "[1]x", "[1]\u0000", "\u0000[1]", "\f[1]",
+    "[1] // c", "[/*]", "[/* */", "[1/]", "[1/x]", "[1/*", "/", "//", "/* */", "[1] /",
+    "[\"a\"  \"b\"]", "{\"a\":1 \"b\":2}", "{\"a\":1}}", "[1]]", "[[1]", "{\"a\"::1}",
+    "[1] x\xff", "[\"\xff\" x]", "{\"a\":1, \"b\"}", "[1, {\"a\":1}, x]", "{\"a\":-}",
+    "{\"a\":\"\\ud800\"}", "[\"x\"\u0000]"
+  ].freeze
+
+  describe "valid documents" do
+    VALID.each do |source|
+      it "parses #{source[0, 60].inspect} like the gem" do
+        expect_json_parity(source)
+        expect_json_parity(source.b)
+        expect_json_parity(source, freeze: true)
+        expect_json_parity(source, symbolize_names: true)
+        expect_json_parity(source, allow_nan: true, max_nesting: false)
+      end
+    end
+  end
+
+  describe "invalid documents" do
+    INVALID.each do |source|
+      it "rejects #{source.inspect} with the gem's error" do
+        expect_json_parity(source)
+        expect_json_parity(source.b)
+        expect_json_parity(source, allow_nan: true)
+        expect_json_parity(source, symbolize_names: true, freeze: true)
+      end
+    end
+  end
+
+  describe "options" do
+    it "allows NaN, Infinity and -Infinity only with allow_nan (identical objects)" do
+      src = "[NaN, Infinity, -Infinity]"
+      expect_json_parity(src)
+      expect_json_parity(src, allow_nan: true)
+      expect_json_parity(src, allow_nan: nil)
+      expect_json_parity(src, allow_nan: 1)
+      ours = JSONParity::OURS.new(src, allow_nan: true).parse
+      expect(ours.map(&:object_id)).to eq([JSON::NaN, JSON::Infinity, JSON::MinusInfinity].map(&:object_id))
+    end
+
+    it "honours max_nesting like the gem (default 100, false/nil/0 off, negative)" do
+      deep = ->(n) { "[" * n + "]" * n }
+      obj = ->(n) { '{"a":' * n + "1" + "}" * n }
+      limits = Parity::GC_STRESS ? [nil, 0, 2, -1] : [nil, false, 0, 1, 2, 3, 100, 101, -1, 2**31 - 1]
+      depths = Parity::GC_STRESS ? [1, 2, 3, 101] : [1, 2, 3, 100, 101, 102]
+      limits.each do |limit|
+        depths.each do |depth|
+          opts = limit.nil? ? {} : { max_nesting: limit }
+          expect_json_parity(deep.call(depth), **opts)
+          expect_json_parity(obj.call(depth), **opts)
+        end
+      end
+      expect_json_parity(deep.call(Parity::GC_STRESS ? 150 : 1000), max_nesting: false)
+    end
+
+    it "hands bad max_nesting values to the gem's own checks" do
+      ["1", 1.5, 2**31, 2**70, :a, Object.new].each do |limit|
+        expect_json_parity("[[1]]", max_nesting: limit)
+      end
+    end
+
+    it "symbolizes names and freezes values like the gem" do
+      src = '{"a":{"b":["c", 1, 2.5, null, {"":{}}]}, "é":"\\u00e9"}'
+      [true, false, nil, 1].each do |flag|
+        expect_json_parity(src, symbolize_names: flag)
+        expect_json_parity(src, freeze: flag)
+        expect_json_parity(src, freeze: flag, symbolize_names: flag)
+      end
+    end
+
+    it "raises the gem's EncodingError for an invalid UTF-8 name with symbolize_names" do
+      expect_json_parity("{\"\xff\":1}", symbolize_names: true)
+    end
+
+    it "delegates create_additions, object_class, array_class and decimal_class to the gem" do
+      require "bigdecimal"
+      require "json/add/core"
+      src = '{"json_class":"Range","a":[1,2,"1..3"],"f":1.5}'
+      expect_json_parity(src, create_additions: true)
+      expect_json_parity(src, create_additions: true, match_string: { /\A\d\.\.\d\z/ => Range })
+      expect_json_parity(src, create_additions: true, create_id: "a")
+      expect_json_parity(src, create_additions: false)
+      expect_json_parity(src, create_additions: true, symbolize_names: true)
+      expect_json_parity(src, decimal_class: BigDecimal)
+      expect_json_parity(src, decimal_class: nil, object_class: nil, array_class: nil)
+      expect_json_parity(src, object_class: JSON::GenericObject)
+      expect_json_parity(src, array_class: Class.new(Array))
+      expect_json_parity("[1", create_additions: true)
+    end
+
+    it "runs create_additions (natively) like the gem, in the same order" do
+      require "json/add/core"
+      log = []
+      creatable = Class.new do
+        define_singleton_method(:json_creatable?) { true }
+        define_singleton_method(:json_create) { |h| log << h.dup; [:created, h] }
+      end
+      shy = Class.new do
+        define_singleton_method(:json_creatable?) { false }
+        define_singleton_method(:json_create) { |_h| raise "not called" }
+      end
+      failing = Class.new do
+        define_singleton_method(:json_creatable?) { true }
+        define_singleton_method(:json_create) { |_h| raise ArgumentError, "boom" }
+      end
+      stub_const("JSONParitySpecCreatable", creatable)
+      stub_const("JSONParitySpecShy", shy)
+      stub_const("JSONParitySpecFailing", failing)
+      docs = [
+        '{"json_class":"Range","a":[1,2,false]}',
+        '[{"json_class":"JSONParitySpecCreatable","v":{"json_class":"JSONParitySpecCreatable"}}, 1]',
+        '{"json_class":"JSONParitySpecShy","v":1}',
+        '{"json_class":"JSONParitySpecFailing"}',
+        '{"json_class":"NoSuchClassAnywhere"}',
+        '{"json_class":null,"json_class":"Range","a":[1,3,true]}',
+        '{"json_class":"JSONParitySpecCreatable"} x',
+        '[{"json_class":"JSONParitySpecCreatable"}, {"a":1,}]',
+        '{"type":"JSONParitySpecCreatable"}',
+        '{"json_class":"Rational","n":1,"d":3}'
+      ]
+      docs.each do |doc|
+        [{}, { freeze: true }, { create_id: "type" }, { create_id: nil }, { max_nesting: 1 }].each do |extra|
+          expect_parity(JSONParity::STDLIB, JSONParity::OURS) do |parser|
+            log.clear
+            observed = JSONParity.observe { parser.new(doc, create_additions: true, **extra).parse }
+            [observed, JSONParity::Observed.new([:ok, log.dup])]
+          end
+          expect_json_parity(doc, via: :load, **extra)
+        end
+      end
+    end
+
+    it "reads the thread's JSON.create_id like the gem" do
+      require "json/add/core"
+      begin
+        JSON.create_id = "kind"
+        expect_json_parity('{"kind":"Range","a":[1,2,false]}', create_additions: true)
+        expect_json_parity('{"kind":"Range","a":[1,2,false]}', via: :load)
+      ensure
+        JSON.create_id = "json_class"
+      end
+    end
+
+    it "keeps create_additions' user code side effects in the gem's order" do
+      calls = Hash.new { |h, k| h[k] = [] }
+      klass = Class.new do
+        define_singleton_method(:json_creatable?) { true }
+        define_singleton_method(:json_create) { |h| Thread.current[:json_spec_calls] << h["n"]; h["n"] }
+      end
+      stub_const("JSONParitySpecOrder", klass)
+      doc = '[{"json_class":"JSONParitySpecOrder","n":1,"c":{"json_class":"JSONParitySpecOrder","n":2}},' \
+            '{"json_class":"JSONParitySpecOrder","n":3}, x]'
+      [JSONParity::STDLIB, JSONParity::OURS].each do |parser|
+        Thread.current[:json_spec_calls] = calls[parser]
+        JSONParity.observe { parser.new(doc, create_additions: true).parse }
+      end
+      expect(calls[JSONParity::OURS]).to eq(calls[JSONParity::STDLIB])
+      expect(calls[JSONParity::STDLIB]).to eq([2, 1, 3])
+    end
+
+    it "ignores unknown options" do
+      expect_json_parity("[1]", bogus: true, quirks_mode: true)
+    end
+  end
+
+  describe "entry points" do
+    it "routes JSON.parse, parse!, load and JSON[] through the installed parser" do
+      skip "json #{JSON::VERSION}: the parser is not installed here" unless JSONParity.installed?
+      expect(JSON.parser).to equal(RustyStdlib::JSON::Parser)
+      expect(JSON::Parser).to equal(RustyStdlib::JSON::Parser)
+      expect(JSON.parse("[1]")).to eq([1])
+    end
+
+    ["[1, NaN]", "[" * 200 + "]" * 200, '{"a":[1,2.5,"x"]}', "[1,]", "", "null"].each do |src|
+      it "gives the gem's result for #{src[0, 20].inspect} through every entry point" do
+        %i[parse parse! load brackets].each { |via| expect_json_parity(src, via: via) }
+        expect_json_parity(src, via: :parse, symbolize_names: true)
+      end
+    end
+
+    it "treats a nil or empty source like the gem in load (allow_blank)" do
+      expect_json_parity(nil, via: :load)
+      expect_json_parity("", via: :load)
+    end
+  end
+
+  describe "arguments and sources" do
+    it "rejects what the gem rejects" do
+      [nil, 1, :sym, Object.new].each { |source| expect_json_parity(source) }
+      expect_parity(JSONParity::STDLIB, JSONParity::OURS) do |parser|
+        JSONParity.observe { parser.new }
+      end
+      expect_parity(JSONParity::STDLIB, JSONParity::OURS) do |parser|
+        JSONParity.observe { parser.new("[1]", { max_nesting: 1 }) }
+      end
+      expect_parity(JSONParity::STDLIB, JSONParity::OURS) do |parser|
+        JSONParity.observe { parser.new("[1]", nil) }
+      end
+      expect_parity(JSONParity::STDLIB, JSONParity::OURS) do |parser|
+        JSONParity.observe { parser.new("[1]").tap { |p| p.send(:initialize, "[2]") } }
+      end
+    end
+
+    it "accepts anything with to_str like the gem" do
+      source = Object.new
+      def source.to_str = "[1]"
+      expect_json_parity(source)
+    end
+
+    it "re-tags a binary source as UTF-8 (in place unless frozen) like the gem" do
+      expect_parity(JSONParity::STDLIB, JSONParity::OURS) do |parser|
+        s = "[\"\xc3\xa9\"]".b
+        frozen = "[\"\xc3\xa9\"]".b.freeze
+        [JSONParity.observe { parser.new(s).parse }, s.encoding.name,
+         JSONParity.observe { parser.new(frozen).parse }, frozen.encoding.name,
+         JSONParity.observe { parser.new(frozen).source }]
+      end
+    end
+
+    it "converts other encodings to UTF-8 like the gem" do
+      ['["\\u00e9é"]', "{\"é\":\"ü\"}"].each do |text|
+        %w[UTF-16LE UTF-16BE UTF-32LE ISO-8859-1 Windows-1252 Shift_JIS EUC-JP].each do |enc|
+          encoded = begin
+            text.encode(enc)
+          rescue EncodingError
+            next
+          end
+          expect_json_parity(encoded)
+          expect_parity(JSONParity::STDLIB, JSONParity::OURS) do |parser|
+            JSONParity.observe { parser.new(encoded).source }
+          end
+        end
+      end
+      expect_json_parity("[\"\xff\"]".dup.force_encoding("US-ASCII"))
+      expect_json_parity("[\"\xff\"]".dup.force_encoding("Shift_JIS"))
+      expect_json_parity("[\"\xe9\"]".dup.force_encoding("ISO-8859-1"))
+      expect_json_parity("[1] x\xff".dup.force_encoding("ISO-8859-1"))
+    end
+
+    it "returns a copy of the converted source from #source" do
+      expect_parity(JSONParity::STDLIB, JSONParity::OURS) do |parser|
+        s = +"[1]"
+        p = parser.new(s)
+        JSONParity.observe { [p.source, p.source.equal?(s), p.parse, p.parse] }
+      end
+    end
+  end
+
+  describe "GC" do
+    it "survives GC.compact inside json_create and compaction on every GC" do
+      require "json/add/core"
+      compactor = Class.new do
+        def self.json_creatable? = true
+        def self.json_create(hash) = (GC.compact; hash.merge("compacted" => true))
+      end
+      stub_const("JSONParitySpecCompactor", compactor)
+      docs = ['{"a":[1,2.5,"x",{"b":null}],"c":"\u00e9","d":12345678901234567890123}',
+              '[{"json_class":"JSONParitySpecCompactor","k":[1,{"x":"y"}]},"s",{"key":{"key":1}}]',
+              '[1e400, "' + "z" * 40 + '"]', '{"a":[1,2,']
+      docs.each do |doc|
+        run = lambda do |parser|
+          JSONParity.with_warnings_captured do
+            JSONParity.observe { parser.new(doc, create_additions: true).parse }
+          end
+        end
+        expected = run.call(JSONParity::STDLIB)
+        begin
+          GC.auto_compact = true
+          GC.stress = true
+          actual = run.call(JSONParity::OURS)
+        ensure
+          GC.stress = false
+          GC.auto_compact = false
+        end
+        expect(actual).to eq(expected)
+      end
+    end
+
+    it "keeps interleaved parses (threads, nested parses in json_create) apart" do
+      yielder = Class.new do
+        def self.json_creatable? = true
+
+        def self.json_create(hash)
+          Thread.pass
+          GC.start if hash["i"].to_i.odd?
+          JSONParity::OURS.new('{"nested":[1,"x"]}').parse.merge(hash)
+        end
+      end
+      stub_const("JSONParitySpecYielder", yielder)
+      count = Parity::GC_STRESS ? 3 : 12
+      docs = Array.new(count) do |i|
+        inner = Array.new(i) { |j| { "json_class" => "JSONParitySpecYielder", "j" => j, "s" => "v" * j } }
+        JSON.generate("json_class" => "JSONParitySpecYielder", "i" => i, "list" => inner)
+      end
+      expected = docs.map { |d| JSONParity.shape(JSONParity::STDLIB.new(d, create_additions: true).parse) }
+      results = Array.new(4) do |t|
+        Thread.new do
+          Array.new(count) do |k|
+            i = (t * 5 + k) % count
+            [i, JSONParity.shape(JSONParity::OURS.new(docs[i], create_additions: true).parse)]
+          end
+        end
+      end.flat_map(&:value)
+      results.each { |i, shape| expect(shape).to eq(expected[i]) }
+    end
+
+    it "raises the gem's error for an uninitialized instance" do
+      expect_parity(JSONParity::STDLIB, JSONParity::OURS) do |parser|
+        initialized = parser.new("[1]")
+        [JSONParity.observe { parser.allocate.parse }, JSONParity.observe { parser.allocate.source },
+         JSONParity.observe { initialized.dup.parse }, JSONParity.observe { initialized.clone.source },
+         JSONParity.observe { initialized.freeze.parse }]
+      end
+    end
+  end
+
+  describe "very deep documents without max_nesting" do
+    # The gem's parser recurses and raises SystemStackError when the machine stack runs
+    # out; ours does not recurse but raises the same beyond the depth the gem would reach
+    # (estimated from the remaining stack). Checked well away from that boundary.
+    def deep_outcome(parser, depth, kind)
+      doc = kind == :array ? "[" * depth + "]" * depth : '{"a":' * depth + "1" + "}" * depth
+      JSONParity.observe do
+        value = parser.new(doc, max_nesting: false).parse
+        levels = 0
+        while value.is_a?(Array) || value.is_a?(Hash)
+          levels += 1
+          value = value.is_a?(Array) ? value.first : value["a"]
+        end
+        levels
+      end
+    end
+
+    def expect_deep_parity(depth, kind, where)
+      expect_parity(JSONParity::STDLIB, JSONParity::OURS) do |parser|
+        case where
+        when :main then deep_outcome(parser, depth, kind)
+        when :thread then Thread.new { deep_outcome(parser, depth, kind) }.value
+        when :fiber then Fiber.new { deep_outcome(parser, depth, kind) }.resume
+        end
+      end
+    end
+
+    it "parses or overflows like the gem on the main thread, in threads and in fibers" do
+      { main: [20_000, 100_000], thread: [4_000, 30_000], fiber: [2_000, 10_000] }.each do |where, (fine, deep)|
+        %i[array object].each do |kind|
+          expect_deep_parity(fine, kind, where) unless Parity::GC_STRESS
+          expect_deep_parity(deep, kind, where)
+        end
+      end
+    end
+  end
+
+  describe "warnings" do
+    it "prints Ruby's float range warnings under -w like the gem" do
+      src = "[1e400, 1e-400, 1.5]"
+      expect_parity(JSONParity::STDLIB, JSONParity::OURS) do |parser|
+        verbose = $VERBOSE
+        err = $stderr
+        $stderr = StringIO.new
+        $VERBOSE = true
+        value = JSONParity.observe { parser.new(src).parse }
+        [value, $stderr.string.gsub(/^.*?: warning: /, "")]
+      ensure
+        $VERBOSE = verbose
+        $stderr = err
+      end
+    end
+  end
+
+  describe "keys" do
+    it "returns frozen, deduplicated String keys like the gem" do
+      [JSONParity::STDLIB, JSONParity::OURS].each do |parser|
+        a, b = parser.new('[{"key":1},{"key":2}]').parse
+        expect(a.keys.first).to be_frozen
+        expect(a.keys.first).to equal(b.keys.first)
+      end
+    end
+  end
+end
