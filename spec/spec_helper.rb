@@ -18,7 +18,9 @@ RSpec.configure do |config|
   config.include Parity
   config.disable_monkey_patching!
   config.order = :random
-  Kernel.srand config.seed
+  # Random test data must not depend on the order seed: every example starts from the
+  # same Kernel.rand state, so a failure reproduces on any run.
+  config.before { Kernel.srand(20_261_129) }
   config.filter_run_when_matching :focus
   config.expect_with(:rspec) { |c| c.max_formatted_output_length = 2000 }
 end
