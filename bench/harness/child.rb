@@ -1,0 +1,81 @@
+# frozen_string_literal: true
+
+require "digest"
+require "rbconfig"
+require "tmpdir"
+
+module Bench
+  # What one worker process reported: one cell of the table.
+  #
+  #   status  :ok, :mismatch (output differs from the baseline's), :skipped (the column
+  #           cannot run here, e.g. module not installed), :error, or :na (no such op)
+  Cell = Struct.new(:status, :message, :loops, :times_ns, :allocs_per_op, :checksum,
+                    :ruby_description, keyword_init: true) do
+    def ok?
+      status == :ok
+    end
+
+    # Best pass, per op: the pass least disturbed by the machine's other work.
+    def ns_per_op
+      ok? ? times_ns.min.to_f / loops : nil
+    end
+  end
+
+  # Spawns the worker for one (workload, column) and speaks its line protocol.
+  module Child
+    ROOT = File.expand_path("../..", __dir__)
+    WORKER = File.join(__dir__, "worker.rb")
+
+    # Yields the SHA-256 of the worker's output once it is written; the block answers
+    # whether that is acceptable (then the worker times, else it stops untimed). The
+    # checksum is taken here, in the parent, which never loads rusty_stdlib: the code
+    # under test does not get to vouch for itself.
+    def self.run(workload, column, loops:, settings:, &accept)
+      Dir.mktmpdir("rusty-bench") do |dir|
+        output = File.join(dir, "output")
+        cmd = [RbConfig.ruby, *column.ruby_flags, "-I", File.join(ROOT, "lib"), WORKER,
+               workload.name, column.id, output, loops, settings.warmup, settings.passes,
+               settings.target_ms].map(&:to_s)
+        errors = File.join(dir, "stderr")
+        lines, checksum, accepted = converse(column.env, cmd, errors, output, accept)
+        cell(lines, checksum, accepted, $?, File.read(errors))
+      end
+    end
+
+    def self.converse(env, cmd, errors, output, accept)
+      lines = {}
+      checksum = accepted = nil
+      IO.popen(env, cmd, "r+", err: [errors, "w"]) do |io|
+        io.each_line do |line|
+          key, value = line.chomp.split("\t", 2)
+          lines[key] = value
+          next unless key == "output"
+
+          checksum = ::Digest::SHA256.file(output).hexdigest
+          accepted = accept.call(checksum)
+          begin
+            io.puts(accepted ? "time" : "skip")
+            io.flush
+          rescue Errno::EPIPE # the worker died after writing; its status says how
+            nil
+          end
+        end
+      end
+      [lines, checksum, accepted]
+    end
+
+    def self.cell(lines, checksum, accepted, process, stderr)
+      status, message = lines.fetch("status", "").split("\t", 2)
+      common = { ruby_description: lines["ruby"], checksum: checksum }
+      if status.nil? || status.empty?
+        detail = stderr.lines.first&.strip || "no output"
+        return Cell.new(status: :error, message: "worker died (#{process}): #{detail}", **common)
+      end
+      return Cell.new(status: :mismatch, **common) if accepted == false
+      return Cell.new(status: status.to_sym, message: message, **common) unless status == "ok"
+
+      Cell.new(status: :ok, loops: Integer(lines["loops"]), allocs_per_op: Float(lines["allocs"]),
+               times_ns: lines["times"].split.map { |t| Integer(t) }, **common)
+    end
+  end
+end
