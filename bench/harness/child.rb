@@ -38,7 +38,11 @@ module Bench
                settings.target_ms].map(&:to_s)
         errors = File.join(dir, "stderr")
         lines, checksum, accepted = converse(column.env, cmd, errors, output, accept)
-        cell(lines, checksum, accepted, $?, File.read(errors))
+        process = $?
+        stderr = File.read(errors)
+        # Warnings and the like would otherwise vanish with the temporary folder.
+        stderr.each_line { |line| warn "[#{workload.name} / #{column.label}] #{line}" }
+        cell(lines, checksum, accepted, process, stderr)
       end
     end
 

@@ -22,7 +22,9 @@ module Bench
   Group = Struct.new(:module_name, :requires, :references, :source, :workloads,
                      keyword_init: true)
 
-  # Collects the groups that the files in bench/workloads/ declare.
+  # Collects the groups that the files in bench/workloads/ declare, plus those in the
+  # folder named by BENCH_EXTRA_WORKLOADS (the harness spec's fixtures, or a workload
+  # being tried out before it moves into bench/workloads/).
   module Registry
     WORKLOAD_DIR = File.expand_path("../workloads", __dir__)
 
@@ -61,7 +63,8 @@ module Bench
         return if @loaded
 
         @loaded = true
-        Dir[File.join(WORKLOAD_DIR, "*.rb")].sort.each { |file| require file }
+        dirs = [WORKLOAD_DIR, ENV.fetch("BENCH_EXTRA_WORKLOADS", nil)].compact
+        dirs.each { |dir| Dir[File.join(File.expand_path(dir), "*.rb")].sort.each { |file| require file } }
       end
     end
   end
