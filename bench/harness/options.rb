@@ -7,9 +7,9 @@ module Bench
   #
   # A FILTER selects a group (`digest`), a workload by substring (`sha256`, `1MiB`), or
   # the boot-cost measurement (`boot`); no filter selects everything.
-  # BENCH_QUICK=1 is the same as --quick.
+  # BENCH_QUICK=1 is the same as --quick; BENCH_ROUNDS=N overrides the rounds.
   Settings = Struct.new(:filters, :quick, :out_dir, :list, :warmup, :passes, :target_ms,
-                        :boot_runs, keyword_init: true) do
+                        :boot_runs, :rounds, keyword_init: true) do
     def full?
       filters.empty? && !quick
     end
@@ -25,8 +25,9 @@ module Bench
 
   module Options
     # Full: the method DESIGN.md §6 fixes. Quick: enough to see the harness work.
-    FULL = { warmup: 3, passes: 25, target_ms: 40, boot_runs: 10 }.freeze
-    QUICK = { warmup: 1, passes: 3, target_ms: 5, boot_runs: 3 }.freeze
+    # rounds: processes per cell, each on a different stretch of the run (see Runner).
+    FULL = { warmup: 3, passes: 25, target_ms: 25, boot_runs: 10, rounds: 2 }.freeze
+    QUICK = { warmup: 1, passes: 3, target_ms: 5, boot_runs: 3, rounds: 1 }.freeze
 
     def self.parse(argv, env = ENV)
       quick = env["BENCH_QUICK"].to_s.match?(/\A(1|true|yes)\z/i)
@@ -40,8 +41,10 @@ module Bench
         when /\A-/ then raise ArgumentError, "unknown option #{arg} (see bench/README.md)"
         end
       end
+      defaults = quick ? QUICK : FULL
+      rounds = Integer(env.fetch("BENCH_ROUNDS", defaults[:rounds]))
       Settings.new(filters: filters, quick: quick, out_dir: out_dir, list: list,
-                   **(quick ? QUICK : FULL))
+                   **defaults, rounds: rounds)
     end
   end
 end

@@ -58,9 +58,10 @@ module Bench
 
     def method_line
       mode = @settings.quick ? "QUICK smoke-test mode, not for comparison: " : ""
-      "#{mode}one fresh process per cell; outputs SHA-256-checked against `ruby` before " \
-        "timing; #{@settings.warmup} warm-up + #{@settings.passes} timed passes of a fixed " \
-        "loop (calibrated to ~#{@settings.target_ms} ms under `ruby`); best pass reported"
+      "#{mode}one fresh process per cell and round (#{@settings.rounds} rounds); outputs " \
+        "SHA-256-checked against `ruby` before timing; #{@settings.warmup} warm-up + " \
+        "#{@settings.passes} timed passes of a fixed loop (calibrated per process to " \
+        "~#{@settings.target_ms} ms); best pass of all rounds reported"
     end
 
     def group_section(group, results)

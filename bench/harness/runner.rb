@@ -20,8 +20,11 @@ module Bench
   end
 
   # Runs every column of each workload, one fresh process at a time, the baseline first:
-  # its output checksum is the one the others must match before they are timed, and its
-  # calibrated loop count is the one they all use.
+  # its output checksum is the one the others must match before they are timed.
+  #
+  # With several rounds, every workload runs once per round and a cell keeps its best
+  # round: a build hogging the shared cores for a minute then spoils one round of a
+  # cell, not its number. A refusal or mismatch in any round is what the cell reports.
   class Runner
     def initialize(settings, log: $stderr)
       @settings = settings
@@ -29,46 +32,52 @@ module Bench
     end
 
     def run(workloads)
-      workloads.map { |workload| run_workload(workload) }
+      rounds = Array.new(@settings.rounds) do |round|
+        workloads.map { |workload| run_workload(workload, round) }
+      end
+      rounds.transpose.map { |per_round| merge(per_round) }
     end
 
     private
 
-    def run_workload(workload)
+    def run_workload(workload, round)
       columns = Columns.for(Registry.group(workload.group))
-      @log.print "#{workload.name}:"
+      @log.print "[round #{round + 1}/#{@settings.rounds}] #{workload.name}:"
       cells = {}
       expected = nil
-      loops = workload.loops || 0 # 0: the baseline calibrates
       columns.each do |column|
-        cells[column.id] = cell_for(workload, column, expected, loops)
-        next unless column == Columns.baseline
-
-        expected = cells[column.id].checksum if cells[column.id].ok?
-        loops = cells[column.id].loops if cells[column.id].ok?
+        cells[column.id] = cell_for(workload, column, expected)
+        expected = cells[column.id].checksum if column == Columns.baseline && cells[column.id].ok?
       end
       @log.puts
-      WorkloadResult.new(workload: workload, columns: columns, cells: cells, checksum: expected,
-                         ceiling: workload.ceiling&.call)
+      WorkloadResult.new(workload: workload, columns: columns, cells: cells, checksum: expected)
     end
 
-    def cell_for(workload, column, expected, loops)
-      if column.reference && !workload.reference_op(column.reference)
-        return Cell.new(status: :na)
-      end
+    def cell_for(workload, column, expected)
+      return Cell.new(status: :na) if column.reference && !workload.reference_op(column.reference)
       if expected.nil? && column != Columns.baseline
-        return Cell.new(status: :skipped, message: "baseline column failed")
+        return Cell.new(status: :skipped, message: "the `ruby` column failed, nothing to check against")
       end
 
-      cell = Child.run(workload, column, loops: loops, settings: @settings) do |checksum|
+      # Each process calibrates its own loop count (unless the workload fixes one), so
+      # a fast column's passes are as long, and as measurable, as a slow one's.
+      cell = Child.run(workload, column, loops: workload.loops || 0, settings: @settings) do |checksum|
         expected.nil? || checksum == expected
       end
-      @log.print " #{column.label} #{summary(cell)};"
+      @log.print " #{column.label} #{cell.ok? ? "#{cell.ns_per_op.round} ns" : cell.status};"
       cell
     end
 
-    def summary(cell)
-      cell.ok? ? "#{cell.ns_per_op.round} ns" : cell.status.to_s
+    def merge(per_round)
+      first = per_round.first
+      cells = first.columns.to_h do |column|
+        candidates = per_round.map { |r| r.cells[column.id] }
+        worst = candidates.find { |c| !c.ok? }
+        [column.id, worst || candidates.min_by(&:ns_per_op)]
+      end
+      checksum = per_round.map(&:checksum).compact.first
+      WorkloadResult.new(workload: first.workload, columns: first.columns, cells: cells,
+                         checksum: checksum, ceiling: first.workload.ceiling&.call)
     end
   end
 end
