@@ -29,9 +29,10 @@ module Bench
     end
 
     started_at = Machine.now
-    load_average = Machine.load_average
+    load_at_start = Machine.load_average
     results = Runner.new(settings).run(workloads)
     boot = settings.boot? ? BootCost.measure(settings.boot_runs) : nil
+    load_average = [load_at_start, Machine.load_average]
     markdown = Report.new(results: results, settings: settings, boot: boot,
                           started_at: started_at, load_average: load_average).markdown
     puts markdown

@@ -9,7 +9,11 @@ module Bench
   #
   #   status  :ok, :mismatch (output differs from the baseline's), :skipped (the column
   #           cannot run here, e.g. module not installed), :error, or :na (no such op)
-  Cell = Struct.new(:status, :message, :loops, :times_ns, :allocs_per_op, :checksum,
+  # How much longer than its CPU time the best pass of a cell may take (a fraction)
+  # before the cell counts as disturbed by other work on the machine.
+  DISTURBED_MARGIN = 0.10
+
+  Cell = Struct.new(:status, :message, :loops, :times_ns, :cpu_ns, :allocs_per_op, :checksum,
                     :ruby_description, keyword_init: true) do
     def ok?
       status == :ok
@@ -18,6 +22,15 @@ module Bench
     # Best pass, per op: the pass least disturbed by the machine's other work.
     def ns_per_op
       ok? ? times_ns.min.to_f / loops : nil
+    end
+
+    # Whether even the best pass spent a good part of its wall time off-CPU: its number
+    # is then an upper bound, not the code's speed.
+    def disturbed?
+      return false unless ok?
+
+      best = times_ns.index(times_ns.min)
+      times_ns[best] > cpu_ns[best] * (1 + DISTURBED_MARGIN)
     end
   end
 
@@ -79,7 +92,11 @@ module Bench
       return Cell.new(status: status.to_sym, message: message, **common) unless status == "ok"
 
       Cell.new(status: :ok, loops: Integer(lines["loops"]), allocs_per_op: Float(lines["allocs"]),
-               times_ns: lines["times"].split.map { |t| Integer(t) }, **common)
+               times_ns: integers(lines["times"]), cpu_ns: integers(lines["cpu"]), **common)
+    end
+
+    def self.integers(text)
+      text.split.map { |t| Integer(t) }
     end
   end
 end

@@ -26,7 +26,7 @@ module Bench
   module Options
     # Full: the method DESIGN.md §6 fixes. Quick: enough to see the harness work.
     # rounds: processes per cell, each on a different stretch of the run (see Runner).
-    FULL = { warmup: 3, passes: 25, target_ms: 25, boot_runs: 10, rounds: 2 }.freeze
+    FULL = { warmup: 3, passes: 25, target_ms: 25, boot_runs: 10, rounds: 3 }.freeze
     QUICK = { warmup: 1, passes: 3, target_ms: 5, boot_runs: 3, rounds: 1 }.freeze
 
     def self.parse(argv, env = ENV)

@@ -1,5 +1,6 @@
 # frozen_string_literal: true
 
+require_relative "child"
 require_relative "format"
 require_relative "machine"
 require_relative "corpus"
@@ -8,6 +9,10 @@ module Bench
   # Renders a run as Markdown: a header saying where the numbers come from, per group a
   # time table and a throughput/allocation table, per-byte ceilings, boot cost, notes.
   class Report
+    DISTURBED_NOTE = "\\* even the best pass spent over #{(DISTURBED_MARGIN * 100).round}% more wall " \
+                     "time than CPU time (the machine was busy): an upper bound, not the code's speed."
+
+    # load_average: [at start, at end] of the run, as /proc/loadavg gives them.
     def initialize(results:, settings:, boot:, started_at:, load_average:)
       @results = results
       @settings = settings
@@ -19,6 +24,7 @@ module Bench
 
     def markdown
       @notes = []
+      @disturbed = false
       sections = [header]
       @results.group_by { |r| r.workload.group }.each do |group, results|
         sections << group_section(group, results)
@@ -33,7 +39,8 @@ module Bench
 
     def header
       lines = ["# rusty_stdlib benchmarks", "",
-               "- Machine: #{Machine.cpu}, #{Machine.cores} cores (load average at start: #{@load_average})",
+               "- Machine: #{Machine.cpu}, #{Machine.cores} cores",
+               "- Load average (1/5/15 min): #{@load_average.first} at start, #{@load_average.last} at end",
                "- Ruby: #{ruby_line}",
                "- Date: #{@started_at.strftime('%Y-%m-%d %H:%M UTC')}",
                "- rusty_stdlib: #{RustyStdlibVersion.current} @ #{Machine.revision}",
@@ -58,7 +65,7 @@ module Bench
 
     def method_line
       mode = @settings.quick ? "QUICK smoke-test mode, not for comparison: " : ""
-      "#{mode}one fresh process per cell and round (#{@settings.rounds} rounds); outputs " \
+      "#{mode}one fresh process per cell and round (#{@settings.rounds} round#{"s" unless @settings.rounds == 1}); outputs " \
         "SHA-256-checked against `ruby` before timing; #{@settings.warmup} warm-up + " \
         "#{@settings.passes} timed passes of a fixed loop (calibrated per process to " \
         "~#{@settings.target_ms} ms); best pass of all rounds reported"
@@ -73,15 +80,17 @@ module Bench
        "Best pass in ns per op (lower is better), and in brackets speed vs `ruby` " \
        "(stdlib, no JIT; 2.00x = twice as fast).",
        table(head, times),
+       (DISTURBED_NOTE if @disturbed),
        "Input MB/s (10^6 bytes per second) and Ruby objects allocated per op.",
-       table(head, rates)].join("\n\n")
+       table(head, rates)].compact.join("\n\n")
     end
 
     def time_cell(result, column)
       cell = result.cells[column.id]
       return status_cell(result, column, cell) unless cell.ok?
 
-      "#{Format.ns(cell.ns_per_op)} (#{Format.ratio(result.vs_mri(cell))})"
+      @disturbed = true if cell.disturbed?
+      "#{Format.ns(cell.ns_per_op)}#{'*' if cell.disturbed?} (#{Format.ratio(result.vs_mri(cell))})"
     end
 
     def rate_cell(result, column)

@@ -46,7 +46,8 @@ module Bench
       return nil unless text.include?(START) && text.include?(FINISH)
 
       body = markdown.sub(/\A# .*\n\n/, "").gsub(/^## /, "### ")
-      File.write(README, text.sub(/#{START}.*#{FINISH}/m, "#{START}\n#{body}#{FINISH}"))
+      # Block form: the tables contain backslashes, which a replacement string would eat.
+      File.write(README, text.sub(/#{START}.*#{FINISH}/m) { "#{START}\n#{body}#{FINISH}" })
       README
     end
   end

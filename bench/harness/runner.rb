@@ -55,6 +55,9 @@ module Bench
 
     def cell_for(workload, column, expected)
       return Cell.new(status: :na) if column.reference && !workload.reference_op(column.reference)
+      # Ruby 3.3 as Debian builds it has no YJIT: `--yjit` would only warn and run the
+      # interpreter, so the column is refused here rather than spawned.
+      return Cell.new(status: :skipped, message: "this Ruby has no YJIT") if column.yjit? && !defined?(RubyVM::YJIT)
       if expected.nil? && column != Columns.baseline
         return Cell.new(status: :skipped, message: "the `ruby` column failed, nothing to check against")
       end

@@ -4,7 +4,10 @@ module Bench
   # Times one operation: compiles it into a counted loop, then runs warm-up, allocation
   # and timed passes. Runs inside the worker process only.
   class Timing
-    Result = Struct.new(:loops, :times_ns, :allocs_per_op, keyword_init: true)
+    # times_ns: wall time of each timed pass (CLOCK_MONOTONIC, what is reported);
+    # cpu_ns: this process's CPU time in the same passes, which shows how long a pass sat
+    # waiting for a core on a busy machine.
+    Result = Struct.new(:loops, :times_ns, :cpu_ns, :allocs_per_op, keyword_init: true)
 
     # `op` is inlined (not yielded to) so the loop adds only a counter and a compare.
     # `_ =` keeps `ruby -w` quiet about ops like `a == b` used in void context.
@@ -40,8 +43,14 @@ module Bench
       loops = calibrate(input, target_ms) if loops.zero?
       warmup.times { @code.pass(input, loops) }
       allocs = allocations(input, loops)
-      times = Array.new(passes) { time_pass(input, loops) }
-      Result.new(loops: loops, times_ns: times, allocs_per_op: allocs)
+      times = []
+      cpu = []
+      passes.times do
+        cpu_start = Process.clock_gettime(Process::CLOCK_PROCESS_CPUTIME_ID, :nanosecond)
+        times << time_pass(input, loops)
+        cpu << Process.clock_gettime(Process::CLOCK_PROCESS_CPUTIME_ID, :nanosecond) - cpu_start
+      end
+      Result.new(loops: loops, times_ns: times, cpu_ns: cpu, allocs_per_op: allocs)
     end
 
     private
@@ -65,12 +74,18 @@ module Bench
       end
     end
 
-    # In a pass of its own: GC.stat between timed passes would be timed nowhere, but
-    # keeping the timed passes free of anything else is simpler to trust.
+    # In a pass of its own, so the timed passes do nothing but the op. An empty pass is
+    # subtracted: counting itself costs an object or two, which would show as a fraction
+    # per op when a pass has only a few ops (1 MiB inputs).
     def allocations(input, loops)
+      (count_allocations { @code.pass(input, loops) } -
+        count_allocations { @code.pass(input, 0) }).to_f / loops
+    end
+
+    def count_allocations
       before = GC.stat(:total_allocated_objects)
-      @code.pass(input, loops)
-      (GC.stat(:total_allocated_objects) - before).to_f / loops
+      yield
+      GC.stat(:total_allocated_objects) - before
     end
   end
 end

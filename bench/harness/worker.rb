@@ -37,6 +37,7 @@ module Bench
       say(out, "loops", result.loops)
       say(out, "allocs", result.allocs_per_op)
       say(out, "times", result.times_ns.join(" "))
+      say(out, "cpu", result.cpu_ns.join(" "))
       say(out, "status", "ok")
     rescue StandardError, ScriptError => e
       say(out, "status", "error", "#{e.class}: #{e.message}")
