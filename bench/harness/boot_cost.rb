@@ -19,8 +19,8 @@ module Bench
         Row.new(label: "ruby -e '#{STDLIB}'", env: {}, args: ["-e", STDLIB]),
         Row.new(label: "ruby -I lib -e '#{RUSTY}'", env: { "RUSTY_STDLIB" => "all" },
                 args: ["-I", LIB, "-e", RUSTY]),
-        Row.new(label: "RUSTY_STDLIB=off ruby -I lib -e '#{RUSTY}'", env: { "RUSTY_STDLIB" => "off" },
-                args: ["-I", LIB, "-e", RUSTY])
+        Row.new(label: "RUSTY_STDLIB=off ruby -I lib -e '#{RUSTY}'",
+                env: { "RUSTY_STDLIB" => "off" }, args: ["-I", LIB, "-e", RUSTY])
       ]
     end
 

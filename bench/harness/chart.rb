@@ -33,6 +33,7 @@ module Bench
       <<~SVG
         <svg xmlns="http://www.w3.org/2000/svg" width="#{width}" height="#{y + 10}" font-family="sans-serif" font-size="10">
         <rect width="100%" height="100%" fill="white"/>
+        <text x="6" y="17" font-weight="bold">speed vs ruby (stdlib)</text>
         #{legend}
         #{body.join("\n")}
         <line x1="#{one_x.round(1)}" y1="#{TOP - 4}" x2="#{one_x.round(1)}" y2="#{y}" stroke="#333" stroke-dasharray="3,2"/>

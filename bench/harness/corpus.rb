@@ -33,7 +33,9 @@ module Bench
 
     # For the report header.
     def description
-      generated? ? "generated (seeded Random.new(#{SEED}), no corpus folder found)" : "#{@dir} (#{@origin})"
+      return "generated (seeded Random.new(#{SEED}), no corpus folder found)" if generated?
+
+      "#{@dir} (#{@origin})"
     end
 
     # The file's bytes, or what the block generates (given a seeded Random) when there is

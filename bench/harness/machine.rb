@@ -31,8 +31,8 @@ module Bench
       sha = `git -C #{ROOT} rev-parse --short HEAD 2>/dev/null`.strip
       return "unknown" if sha.empty?
 
-      dirty = `git -C #{ROOT} status --porcelain -- ext lib 2>/dev/null`.strip.empty? ? "" : " + local changes"
-      "#{sha}#{dirty}"
+      changes = `git -C #{ROOT} status --porcelain -- ext lib 2>/dev/null`.strip
+      changes.empty? ? sha : "#{sha} + local changes"
     end
 
     def self.now

@@ -64,7 +64,8 @@ module Bench
 
         @loaded = true
         dirs = [WORKLOAD_DIR, ENV.fetch("BENCH_EXTRA_WORKLOADS", nil)].compact
-        dirs.each { |dir| Dir[File.join(File.expand_path(dir), "*.rb")].sort.each { |file| require file } }
+        files = dirs.flat_map { |dir| Dir[File.join(File.expand_path(dir), "*.rb")].sort }
+        files.each { |file| require file }
       end
     end
   end

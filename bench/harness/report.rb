@@ -9,8 +9,9 @@ module Bench
   # Renders a run as Markdown: a header saying where the numbers come from, per group a
   # time table and a throughput/allocation table, per-byte ceilings, boot cost, notes.
   class Report
-    DISTURBED_NOTE = "\\* even the best pass spent over #{(DISTURBED_MARGIN * 100).round}% more wall " \
-                     "time than CPU time (the machine was busy): an upper bound, not the code's speed."
+    DISTURBED_NOTE = "\\* even the best pass took over #{(DISTURBED_MARGIN * 100).round}% longer " \
+                     "than its CPU time (the machine was busy): an upper bound, not the " \
+                     "code's speed."
 
     # load_average: [at start, at end] of the run, as /proc/loadavg gives them.
     def initialize(results:, settings:, boot:, started_at:, load_average:)
@@ -24,7 +25,6 @@ module Bench
 
     def markdown
       @notes = []
-      @disturbed = false
       sections = [header]
       @results.group_by { |r| r.workload.group }.each do |group, results|
         sections << group_section(group, results)
@@ -40,7 +40,8 @@ module Bench
     def header
       lines = ["# rusty_stdlib benchmarks", "",
                "- Machine: #{Machine.cpu}, #{Machine.cores} cores",
-               "- Load average (1/5/15 min): #{@load_average.first} at start, #{@load_average.last} at end",
+               "- Load average (1/5/15 min): #{@load_average.first} at start, " \
+               "#{@load_average.last} at end",
                "- Ruby: #{ruby_line}",
                "- Date: #{@started_at.strftime('%Y-%m-%d %H:%M UTC')}",
                "- rusty_stdlib: #{RustyStdlibVersion.current} @ #{Machine.revision}",
@@ -65,7 +66,8 @@ module Bench
 
     def method_line
       mode = @settings.quick ? "QUICK smoke-test mode, not for comparison: " : ""
-      "#{mode}one fresh process per cell and round (#{@settings.rounds} round#{"s" unless @settings.rounds == 1}); outputs " \
+      rounds = @settings.rounds == 1 ? "1 round" : "#{@settings.rounds} rounds"
+      "#{mode}one fresh process per cell and round (#{rounds}); outputs " \
         "SHA-256-checked against `ruby` before timing; #{@settings.warmup} warm-up + " \
         "#{@settings.passes} timed passes of a fixed loop (calibrated per process to " \
         "~#{@settings.target_ms} ms); best pass of all rounds reported"
@@ -80,7 +82,7 @@ module Bench
        "Best pass in ns per op (lower is better), and in brackets speed vs `ruby` " \
        "(stdlib, no JIT; 2.00x = twice as fast).",
        table(head, times),
-       (DISTURBED_NOTE if @disturbed),
+       (DISTURBED_NOTE if results.any? { |r| r.cells.values.any?(&:disturbed?) }),
        "Input MB/s (10^6 bytes per second) and Ruby objects allocated per op.",
        table(head, rates)].compact.join("\n\n")
     end
@@ -89,8 +91,8 @@ module Bench
       cell = result.cells[column.id]
       return status_cell(result, column, cell) unless cell.ok?
 
-      @disturbed = true if cell.disturbed?
-      "#{Format.ns(cell.ns_per_op)}#{'*' if cell.disturbed?} (#{Format.ratio(result.vs_mri(cell))})"
+      star = cell.disturbed? ? "*" : ""
+      "#{Format.ns(cell.ns_per_op)}#{star} (#{Format.ratio(result.vs_mri(cell))})"
     end
 
     def rate_cell(result, column)
@@ -106,7 +108,11 @@ module Bench
     def status_cell(result, column, cell)
       return "—" if cell.status == :na
 
-      detail = cell.status == :mismatch ? "output SHA-256 #{cell.checksum} != #{result.checksum}" : cell.message
+      detail = if cell.status == :mismatch
+                 "output SHA-256 #{cell.checksum} != #{result.checksum} (the `ruby` column)"
+               else
+                 cell.message
+               end
       @notes << "#{result.workload.name}, #{column.label}: #{cell.status}: #{detail}"
       "**#{cell.status}** [#{@notes.size}]"
     end
@@ -145,8 +151,12 @@ module Bench
 
     def table(head, rows)
       align = ["---", *Array.new(head.size - 1, "---:")]
-      [head, align, *rows].map { |cells| "| #{cells.map { |c| c.to_s.gsub('|', '\|') }.join(' | ')} |" }
+      [head, align, *rows].map { |cells| "| #{cells.map { |c| escape(c) }.join(' | ')} |" }
                           .join("\n")
+    end
+
+    def escape(cell)
+      cell.to_s.gsub("|", "\\|")
     end
   end
 

@@ -57,14 +57,17 @@ module Bench
       return Cell.new(status: :na) if column.reference && !workload.reference_op(column.reference)
       # Ruby 3.3 as Debian builds it has no YJIT: `--yjit` would only warn and run the
       # interpreter, so the column is refused here rather than spawned.
-      return Cell.new(status: :skipped, message: "this Ruby has no YJIT") if column.yjit? && !defined?(RubyVM::YJIT)
+      if column.yjit? && !defined?(RubyVM::YJIT)
+        return Cell.new(status: :skipped, message: "this Ruby has no YJIT")
+      end
       if expected.nil? && column != Columns.baseline
-        return Cell.new(status: :skipped, message: "the `ruby` column failed, nothing to check against")
+        return Cell.new(status: :skipped, message: "the `ruby` column failed: nothing to check against")
       end
 
       # Each process calibrates its own loop count (unless the workload fixes one), so
       # a fast column's passes are as long, and as measurable, as a slow one's.
-      cell = Child.run(workload, column, loops: workload.loops || 0, settings: @settings) do |checksum|
+      loops = workload.loops || 0
+      cell = Child.run(workload, column, loops: loops, settings: @settings) do |checksum|
         expected.nil? || checksum == expected
       end
       @log.print " #{column.label} #{cell.ok? ? "#{cell.ns_per_op.round} ns" : cell.status};"

@@ -2,7 +2,8 @@
 
 # The child process behind one table cell: one workload in one column.
 #
-#   ruby [--yjit] -I lib bench/harness/worker.rb WORKLOAD COLUMN OUTPUT_FILE LOOPS WARMUP PASSES TARGET_MS
+#   ruby [--yjit] -I lib bench/harness/worker.rb \
+#        WORKLOAD COLUMN OUTPUT_FILE LOOPS WARMUP PASSES TARGET_MS
 #
 # It writes the op's output to OUTPUT_FILE, says "output" and waits for the parent to
 # answer "time" (the checksum matched the baseline) or "skip". Results go to stdout as

@@ -67,7 +67,9 @@ RSpec.describe "rake bench harness" do
     cells = row("fixture-mismatch")
     expect(cells[0]).to match(/\(1\.00x\)/)
     expect(cells[1]).to start_with("**mismatch**")
-    expect(@report).to match(/fixture-mismatch, ruby --yjit: mismatch: output SHA-256 \h{64} != \h{64}/)
+    expect(@report).to match(
+      /fixture-mismatch, ruby --yjit: mismatch: output SHA-256 \h{64} != \h{64} \(the `ruby` column\)/
+    )
   end
 
   it "writes a dated copy and an SVG chart" do
