@@ -18,7 +18,11 @@ require_relative "harness/results"
 
 module Bench
   def self.main(argv)
-    settings = Options.parse(argv)
+    settings = begin
+      Options.parse(argv)
+    rescue ArgumentError => e
+      abort "bench: #{e.message}"
+    end
     workloads = Registry.workloads.select { |w| settings.selects?(w) }
     if settings.list
       Registry.workloads.each { |w| puts "#{w.group}\t#{w.name}" }

@@ -5,14 +5,14 @@ require "rbconfig"
 require "tmpdir"
 
 module Bench
-  # What one worker process reported: one cell of the table.
-  #
-  #   status  :ok, :mismatch (output differs from the baseline's), :skipped (the column
-  #           cannot run here, e.g. module not installed), :error, or :na (no such op)
   # How much longer than its CPU time the best pass of a cell may take (a fraction)
   # before the cell counts as disturbed by other work on the machine.
   DISTURBED_MARGIN = 0.10
 
+  # What one worker process reported: one cell of the table.
+  #
+  #   status  :ok, :mismatch (output differs from the baseline's), :skipped (the column
+  #           cannot run here, e.g. module not installed), :error, or :na (no such op)
   Cell = Struct.new(:status, :message, :loops, :times_ns, :cpu_ns, :allocs_per_op, :checksum,
                     :ruby_description, keyword_init: true) do
     def ok?

@@ -41,10 +41,12 @@ module Bench
         when /\A-/ then raise ArgumentError, "unknown option #{arg} (see bench/README.md)"
         end
       end
-      defaults = quick ? QUICK : FULL
-      rounds = Integer(env.fetch("BENCH_ROUNDS", defaults[:rounds]))
+      amounts = quick ? QUICK : FULL
+      rounds = env["BENCH_ROUNDS"] ? Integer(env["BENCH_ROUNDS"]) : amounts[:rounds]
+      raise ArgumentError, "BENCH_ROUNDS must be at least 1" unless rounds.positive?
+
       Settings.new(filters: filters, quick: quick, out_dir: out_dir, list: list,
-                   **defaults, rounds: rounds)
+                   **amounts.merge(rounds: rounds))
     end
   end
 end
