@@ -13,8 +13,8 @@ module Bench
   #
   #   status  :ok, :mismatch (output differs from the baseline's), :skipped (the column
   #           cannot run here, e.g. module not installed), :error, or :na (no such op)
-  Cell = Struct.new(:status, :message, :loops, :times_ns, :cpu_ns, :allocs_per_op, :checksum,
-                    :ruby_description, keyword_init: true) do
+  Cell = Struct.new(:status, :message, :loops, :times_ns, :cpu_ns, :allocs_per_op, :bytes,
+                    :checksum, :ruby_description, keyword_init: true) do
     def ok?
       status == :ok
     end
@@ -22,6 +22,11 @@ module Bench
     # Best pass, per op: the pass least disturbed by the machine's other work.
     def ns_per_op
       ok? ? times_ns.min.to_f / loops : nil
+    end
+
+    # Per input byte, when the workload has a byte size.
+    def ns_per_byte
+      ok? && bytes ? ns_per_op / bytes : nil
     end
 
     # Whether even the best pass spent a good part of its wall time off-CPU: its number
@@ -92,7 +97,8 @@ module Bench
       return Cell.new(status: status.to_sym, message: message, **common) unless status == "ok"
 
       Cell.new(status: :ok, loops: Integer(lines["loops"]), allocs_per_op: Float(lines["allocs"]),
-               times_ns: integers(lines["times"]), cpu_ns: integers(lines["cpu"]), **common)
+               times_ns: integers(lines["times"]), cpu_ns: integers(lines["cpu"]),
+               bytes: lines["bytes"] && Integer(lines["bytes"]), **common)
     end
 
     def self.integers(text)

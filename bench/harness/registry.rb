@@ -11,6 +11,11 @@ module Bench
     def reference_op(label)
       references[label]
     end
+
+    # Input bytes per op for this setup's input, or nil.
+    def bytes_for(input)
+      bytes.respond_to?(:call) ? bytes.call(input) : bytes
+    end
   end
 
   # A stdlib module's workloads, declared in bench/workloads/<module>.rb.
@@ -77,7 +82,9 @@ module Bench
     end
 
     # name:       unique, used by filters and shown in the table
-    # bytes:      input bytes per op (gives MB/s), or nil when not meaningful
+    # bytes:      input bytes per op (gives MB/s): an Integer, a lambda given the setup's
+    #             input (`->(input) { input.bytesize }`: evaluated in the worker, so a
+    #             corpus file is read only by the processes that time it), or nil
     # setup:      lambda returning the `input` the op sees; runs once, untimed
     # op:         Ruby source using `input`; its value is the output checked across columns
     # output:     lambda turning the op's value into the bytes to checksum (default: a String

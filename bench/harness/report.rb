@@ -99,8 +99,7 @@ module Bench
       cell = result.cells[column.id]
       return "—" unless cell.ok?
 
-      bytes = result.workload.bytes
-      rate = bytes ? "#{Format.mb_per_s(bytes * 1000.0 / cell.ns_per_op)} MB/s, " : ""
+      rate = cell.ns_per_byte ? "#{Format.mb_per_s(1000.0 / cell.ns_per_byte)} MB/s, " : ""
       "#{rate}#{Format.allocs(cell.allocs_per_op)} obj"
     end
 
@@ -119,11 +118,10 @@ module Bench
 
     def ceiling_section(result)
       ceiling = result.ceiling or return nil
-      bytes = result.workload.bytes.to_f
       rows = [[ceiling.label, ceiling.note || per_byte(ceiling.ns_per_byte)]]
       result.columns.each do |column|
         cell = result.cells[column.id]
-        rows << [column.label, cell.ok? ? per_byte(cell.ns_per_op / bytes) : "—"]
+        rows << [column.label, per_byte(cell.ns_per_byte)]
       end
       ["### Per-byte time, #{result.workload.name}",
        "The C library alone (no Ruby in the way) against each column.",

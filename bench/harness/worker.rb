@@ -29,6 +29,8 @@ module Bench
       op = column.reference ? workload.reference_op(column.reference) : workload.op
       timing = Timing.compile(op, name)
       input = workload.setup.call
+      bytes = workload.bytes_for(input)
+      say(out, "bytes", bytes) if bytes
       File.binwrite(output_path, output_bytes(workload, timing.once(input)))
       say(out, "output", output_path)
       return say(out, "status", "skipped", "parent said skip") unless commands.gets&.chomp == "time"
