@@ -28,8 +28,10 @@ module Bench
       return Ceiling.new(label: label, note: "no result (exit #{status.exitstatus})") unless rate
 
       Ceiling.new(label: label, ns_per_byte: 1e9 / rate)
-    rescue SystemCallError => e # no openssl binary: say so, keep the rest of the run
-      Ceiling.new(label: label, note: "not measured (#{e.class.name.split('::').last})")
+    rescue Errno::ENOENT # no openssl binary: say so, keep the rest of the run
+      Ceiling.new(label: label, note: "not measured: no `openssl` binary on PATH")
+    rescue SystemCallError => e
+      Ceiling.new(label: label, note: "not measured: #{e.message}")
     end
 
     # Bytes per second from the summary line, e.g. "sha256   1388576.77k": openssl
