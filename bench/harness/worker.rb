@@ -1,0 +1,82 @@
+# frozen_string_literal: true
+
+# The child process behind one table cell: one workload in one column.
+#
+#   ruby [--yjit] -I lib bench/harness/worker.rb \
+#        WORKLOAD COLUMN OUTPUT_FILE LOOPS WARMUP PASSES TARGET_MS
+#
+# It writes the op's output to OUTPUT_FILE, says "output" and waits for the parent to
+# answer "time" (the checksum matched the baseline) or "skip". Results go to stdout as
+# "key<TAB>value" lines. No JSON, Marshal or Digest here: those are modules under test,
+# and loading them would change what a column measures.
+require_relative "registry"
+require_relative "columns"
+require_relative "timing"
+
+module Bench
+  module Worker
+    def self.run(argv, out: $stdout, commands: $stdin)
+      name, column_id, output_path, *numbers = argv
+      loops, warmup, passes, target_ms = numbers.map { |n| Integer(n) }
+      workload = Registry.find(name)
+      group = Registry.group(workload.group)
+      column = Columns.find(group, column_id)
+      say(out, "ruby", RUBY_DESCRIPTION)
+      refusal = refusal(column, group)
+      return say(out, "status", "skipped", refusal) if refusal
+
+      (group.requires + group.references.fetch(column.reference, [])).each { |lib| require lib }
+      op = column.reference ? workload.reference_op(column.reference) : workload.op
+      timing = Timing.compile(op, name)
+      input = workload.setup.call
+      bytes = workload.bytes_for(input)
+      say(out, "bytes", bytes) if bytes
+      File.binwrite(output_path, output_bytes(workload, timing.once(input)))
+      say(out, "output", output_path)
+      return say(out, "status", "skipped", "parent said skip") unless commands.gets&.chomp == "time"
+
+      result = timing.measure(input, loops: loops, warmup: warmup, passes: passes,
+                                     target_ms: target_ms)
+      say(out, "loops", result.loops)
+      say(out, "allocs", result.allocs_per_op)
+      say(out, "times", result.times_ns.join(" "))
+      say(out, "cpu", result.cpu_ns.join(" "))
+      say(out, "status", "ok")
+    rescue StandardError, ScriptError => e
+      say(out, "status", "error", "#{e.class}: #{e.message}")
+    end
+
+    # Why this process cannot stand for its column, or nil. A rusty column whose module
+    # did not install would otherwise time the stdlib under our name, and the reverse.
+    def self.refusal(column, group)
+      if column.yjit? && !(defined?(RubyVM::YJIT) && RubyVM::YJIT.enabled?)
+        return "YJIT unavailable on this Ruby"
+      end
+      return nil if column.reference
+
+      require "rusty_stdlib"
+      installed = RustyStdlib.installed.include?(group.module_name)
+      if column.rusty && !installed
+        reason = RustyStdlib.status.fetch(group.module_name, "rusty_stdlib has no such module")
+        "#{group.module_name} not installed: #{reason}"
+      elsif !column.rusty && !RustyStdlib.installed.empty?
+        "RUSTY_STDLIB=off yet #{RustyStdlib.installed.join(', ')} installed"
+      end
+    end
+
+    def self.output_bytes(workload, value)
+      bytes = workload.output ? workload.output.call(value) : value
+      return bytes if bytes.is_a?(String)
+
+      raise TypeError, "#{workload.name}: output is a #{bytes.class}; give the workload an " \
+                       "`output:` that turns it into bytes"
+    end
+
+    def self.say(out, key, *values)
+      out.puts([key, *values].join("\t").tr("\n", " "))
+      out.flush
+    end
+  end
+end
+
+Bench::Worker.run(ARGV) if $PROGRAM_NAME == __FILE__

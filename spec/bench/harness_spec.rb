@@ -1,0 +1,81 @@
+# frozen_string_literal: true
+
+require "open3"
+require "rbconfig"
+require "tmpdir"
+
+# Runs `bench/run.rb --quick` on one Digest workload and the harness fixtures, and checks
+# the report's shape: header, tables, refusals and notes. No timing assertions: the
+# numbers belong to `rake bench`, not to specs.
+RSpec.describe "rake bench harness" do
+  root = File.expand_path("../..", __dir__)
+  # Debian's Ruby 3.3 has no YJIT: its --yjit columns are reported as skipped instead.
+  yjit = defined?(RubyVM::YJIT) ? true : false
+  timed = /\A[\d,.]+\*? \(\d+\.\d\dx\)\z/
+
+  before(:all) do
+    @out = Dir.mktmpdir("bench-spec")
+    env = { "BENCH_EXTRA_WORKLOADS" => File.join(__dir__, "fixtures", "workloads"),
+            "RUBYOPT" => "-w" } # the workers inherit it: warnings would show on stderr
+    cmd = [RbConfig.ruby, File.join(root, "bench", "run.rb"), "--quick", "--out=#{@out}",
+           "digest-md5-64B", "harness_fixture"]
+    @stdout, @stderr, @status = Open3.capture3(env, *cmd)
+    @report = File.exist?(File.join(@out, "latest.md")) ? File.read(File.join(@out, "latest.md")) : ""
+  end
+
+  after(:all) { FileUtils.remove_entry(@out) }
+
+  # The cells of the Markdown table row for `workload`.
+  def row(workload)
+    line = @report.lines.find { |l| l.start_with?("| #{workload} |") }
+    expect(line).not_to be_nil, "no row for #{workload} in:\n#{@report}"
+    line.strip.delete_prefix("|").delete_suffix("|").split(" | ").map(&:strip).drop(1)
+  end
+
+  it "exits cleanly, without warnings, and prints what it writes" do
+    expect(@status).to be_success, @stderr
+    expect(@stderr).not_to include("warning:")
+    expect(@stdout).to eq(@report)
+  end
+
+  it "heads the report with machine, Ruby, date, inputs and method" do
+    %w[Machine Ruby Date Inputs Method].each do |field|
+      expect(@report).to match(/^- #{field}: \S/)
+    end
+    expect(@report).to include("JSON corpus: ")
+    expect(@report).to include("QUICK")
+  end
+
+  it "times a Digest workload in every column, with a ratio against ruby" do
+    expect(@report).to include("| workload | ruby | ruby --yjit | ruby + rusty | ruby --yjit + rusty | OpenSSL |")
+    cells = row("digest-md5-64B")
+    expect(cells.size).to eq(5)
+    expect(cells.values_at(0, 2, 4)).to all(match(timed))
+    expect(cells.values_at(1, 3)).to all(yjit ? match(timed) : start_with("**skipped**"))
+    expect(cells.first).to end_with("(1.00x)")
+  end
+
+  it "reports a column whose module is not installed instead of timing the stdlib" do
+    cells = row("fixture-upcase")
+    expect(cells[2]).to start_with("**skipped**")
+    expect(cells[3]).to start_with("**skipped**")
+    expect(@report).to match(/fixture-upcase, ruby \+ rusty: skipped: harness_fixture not installed/)
+  end
+
+  it "reports an output that differs from ruby's as a mismatch, untimed" do
+    skip "needs a Ruby with YJIT (the fixture differs under YJIT only)" unless yjit
+    cells = row("fixture-mismatch")
+    expect(cells[0]).to match(/\(1\.00x\)/)
+    expect(cells[1]).to start_with("**mismatch**")
+    expect(@report).to match(
+      /fixture-mismatch, ruby --yjit: mismatch: output SHA-256 \h{64} != \h{64} \(the `ruby` column\)/
+    )
+  end
+
+  it "writes a dated copy and an SVG chart" do
+    files = Dir.children(@out)
+    expect(files).to include("latest.md", "latest.svg")
+    expect(files.grep(/\A\d{4}-\d\d-\d\d-ruby#{Regexp.escape(RUBY_VERSION)}\.md\z/)).not_to be_empty
+    expect(File.read(File.join(@out, "latest.svg"))).to start_with("<svg")
+  end
+end
