@@ -9,7 +9,7 @@ module Bench
     LIB = File.expand_path("../../lib", __dir__)
     Row = Struct.new(:label, :env, :args, :best_ms, keyword_init: true)
 
-    STDLIB = 'require "digest"; require "digest/sha2"; require "json"'
+    STDLIB = 'require "digest"; require "digest/sha2"; require "json"; require "net/http"'
     RUSTY = 'require "rusty_stdlib"'
 
     # The first row is the floor every other row is compared with.

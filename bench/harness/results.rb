@@ -9,7 +9,7 @@ module Bench
   # always one complete, comparable run. --out=DIR sends either kind to DIR instead.
   class Results
     RESULTS = File.expand_path("../results", __dir__)
-    README = File.expand_path("../README.md", __dir__)
+    README = File.expand_path("../../README.md", __dir__)
     START = "<!-- results:start -->"
     FINISH = "<!-- results:end -->"
 
