@@ -1,0 +1,33 @@
+# frozen_string_literal: true
+
+# Marshal: dump and load of a mixed graph (DESIGN.md §6) and of a large document-shaped
+# graph (the parsed twitter.json, or its generated stand-in).
+require_relative "../harness/corpus"
+require_relative "../harness/json_shapes"
+
+corpus = Bench::Corpus.json
+
+mixed = lambda do
+  shared_string = "shared string"
+  shared_array = [1, 2, 3]
+  Array.new(20) do |i|
+    { name: "item #{i}", count: i, big: 2**70 + i, ratio: i / 7.0, kind: :widget,
+      tags: %w[a b c], nested: { "list" => [i, i * 2, [i.to_s, nil, true]], "s" => shared_string },
+      shared: shared_array }
+  end
+end
+document = lambda do
+  JSON.parse(corpus.read("twitter.json") { |r| JSON.generate(Bench::JsonShapes.twitter(r)) })
+end
+
+Bench.define(:marshal, requires: %w[json], source: "JSON corpus: #{corpus.description}") do
+  { "mixed" => mixed, "twitter" => document }.each do |name, graph|
+    workload "marshal-dump-#{name}", setup: graph, op: "Marshal.dump(input)"
+    # Ours writes the stdlib's bytes (spec/marshal proves it), so every column loads the same.
+    workload "marshal-load-#{name}",
+             setup: -> { Marshal.dump(graph.call) },
+             bytes: ->(input) { input.bytesize },
+             op: "Marshal.load(input)",
+             output: ->(value) { value.inspect }
+  end
+end
