@@ -6,7 +6,7 @@ module RustyStdlib
   # Marshal.dump / Marshal.load / Marshal.restore on Rust for the core types: nil, true,
   # false, Integer, Float, String, Symbol, Array, Hash (with links, encodings and
   # defaults, as format 4.8 writes them), Time, classes and modules, plain objects of
-  # named classes, and (dump only) Structs.
+  # named classes, and Structs of named Struct.new classes.
   #
   # A module prepended to Marshal's singleton class tries the native code first; it
   # answers only when the whole call is within what it supports, otherwise the stdlib

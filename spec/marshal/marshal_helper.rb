@@ -22,7 +22,19 @@ module RustyMarshalSpec
 
   Pair = Struct.new(:left, :right)
   Keyed = Struct.new(:a, :b, keyword_init: true)
+  KeyedOne = Struct.new(:a, keyword_init: true)
+  One = Struct.new(:a)
   class SubPair < Pair; end
+  class SubKeyed < Keyed; end
+
+  # Marshal.load must not call a Struct's own initialize.
+  Initialized = Struct.new(:left, :right) do
+    def initialize(*args)
+      super
+      self.right = :initialized
+    end
+  end
+  DataPoint = Data.define(:q) if defined?(Data) && Data.respond_to?(:define)
 end
 
 # Helpers for the Marshal parity specs.
@@ -184,10 +196,24 @@ module MarshalHelper
     end
 
     def object(depth)
+      return struct(depth) if @rng.rand < 0.35
+
       obj = [RustyMarshalSpec::Point, RustyMarshalSpec::Node, RustyMarshalSpec::Empty, Object][@rng.rand(4)].allocate
       @pool << obj
       names = %i[@x @y @value @next_node @other]
       @rng.rand(0..3).times { obj.instance_variable_set(names[@rng.rand(names.size)], node(depth + 1)) }
+      obj
+    end
+
+    STRUCTS = [RustyMarshalSpec::Pair, RustyMarshalSpec::Keyed, RustyMarshalSpec::One, RustyMarshalSpec::KeyedOne,
+               RustyMarshalSpec::SubPair, RustyMarshalSpec::SubKeyed].freeze
+
+    def struct(depth)
+      klass = STRUCTS[@rng.rand(STRUCTS.size)]
+      obj = klass.allocate
+      @pool << obj
+      # Members filled after the struct is in the pool, so it may contain itself.
+      klass.members.each { |m| obj[m] = node(depth + 1) if @rng.rand < 0.8 }
       obj
     end
 

@@ -150,12 +150,20 @@ RSpec.describe "RustyStdlib::Marshal" do
     end
   end
 
-  describe "structs (written natively, read by the stdlib)" do
+  describe "structs" do
     shared_pair = RustyMarshalSpec::Pair.new("s", [1])
+    cyclic_pair = RustyMarshalSpec::Pair.new(1)
+    cyclic_pair.right = cyclic_pair
     structs = [RustyMarshalSpec::Pair.new(1, 2), [shared_pair, shared_pair, shared_pair.right],
-               RustyMarshalSpec::Keyed.new(a: 1, b: "x"), RustyMarshalSpec::SubPair.new(nil, 2**70),
+               RustyMarshalSpec::Keyed.new(a: 1, b: "x"), RustyMarshalSpec::Keyed.new,
+               RustyMarshalSpec::KeyedOne.new(a: { k: 1 }), RustyMarshalSpec::One.new({ k: 1 }),
+               RustyMarshalSpec::SubPair.new(nil, 2**70), RustyMarshalSpec::SubKeyed.new(b: [1]),
+               RustyMarshalSpec::Initialized.new(1).tap { |x| x.right = 2 }, cyclic_pair,
                RustyMarshalSpec::Pair.new(RustyMarshalSpec::Pair.new(Time.at(0), {}), RustyMarshalSpec::Point.new(1, 2)),
-               Process::Tms.new(1.0, 2.0, 3.0, 4.0), RustyMarshalSpec::Pair.new(:a, { k: RustyMarshalSpec::Pair.new })]
+               Process::Tms.new(1.0, 2.0, 3.0, 4.0), RustyMarshalSpec::Pair.new(:a, { k: RustyMarshalSpec::Pair.new }),
+               { RustyMarshalSpec::Pair.new(1, [2]) => RustyMarshalSpec::Pair.new(1, [2]) },
+               RustyMarshalSpec::Pair.new("caf\u00e9", "x".encode("Shift_JIS"))]
+
     it "writes the stdlib's bytes" do
       structs.each do |v|
         expect_same_dump(v)
@@ -164,21 +172,41 @@ RSpec.describe "RustyStdlib::Marshal" do
       end
     end
 
-    it "leaves loading them to the stdlib" do
+    it "loads the stdlib's bytes natively (keyword_init aware, initialize not called)" do
       structs.each do |v|
         bytes = stdlib.dump(v)
+        expect(native_load(bytes)).not_to equal(fallback), "fell back for #{v.inspect}"
+        expect_same_load(bytes)
+        expect_same_load(bytes, freeze: true)
+      end
+      loaded = native_load(stdlib.dump(RustyMarshalSpec::Initialized.new(1).tap { |x| x.right = 2 }))
+      expect(loaded.right).to eq(2)
+    end
+
+    it "falls back for anonymous structs, structs with ivars, Range and Data" do
+      odd = [Struct.new(:z).new(1), RustyMarshalSpec::Pair.new(1, 2).tap { |x| x.instance_variable_set(:@iv, 1) }, 1..2]
+      odd << RustyMarshalSpec::DataPoint.new(q: 1) if defined?(RustyMarshalSpec::DataPoint)
+      odd.each do |v|
+        expect(native_dump([v])).to be_nil
+        expect_same_dump([v])
+        next if v.class.name.nil?
+
+        bytes = stdlib.dump([v])
         expect(native_load(bytes)).to equal(fallback)
         expect_same_load(bytes)
       end
     end
 
-    it "falls back for anonymous structs, structs with ivars, Range and Data" do
-      odd = [Struct.new(:z).new(1), RustyMarshalSpec::Pair.new(1, 2).tap { |x| x.instance_variable_set(:@iv, 1) }, 1..2]
-      odd << Data.define(:q).new(q: 1) if defined?(Data) && Data.respond_to?(:define)
-      odd.each do |v|
-        expect(native_dump([v])).to be_nil
-        expect_same_dump([v])
+    it "leaves incompatible structs to the stdlib (its TypeError)" do
+      good = stdlib.dump(RustyMarshalSpec::Pair.new(1, 2))
+      renamed = good.sub("left", "lefx")
+      resized = good.sub(/Pair\x07/n, "Pair\x06")
+      not_struct = good.sub("RustyMarshalSpec::Pair", "RustyMarshalSpec::Node")
+      [renamed, resized, not_struct, good.b.sub("S:", "S;")].each do |bytes|
+        expect_parity(stdlib, ours) { |m| MarshalHelper.describe(m.load(bytes)).to_s }
       end
+      expect(native_load(renamed)).to equal(fallback)
+      expect(native_load(not_struct)).to equal(fallback)
     end
   end
 
