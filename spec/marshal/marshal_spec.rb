@@ -183,9 +183,23 @@ RSpec.describe "RustyStdlib::Marshal" do
       expect(loaded.right).to eq(2)
     end
 
-    it "falls back for anonymous structs, structs with ivars, Range and Data" do
+    it "dumps and loads named Data objects (Ruby 3.2+) like the stdlib, natively" do
+      skip "no Data on Ruby #{RUBY_VERSION}" unless defined?(RustyMarshalSpec::DataPoint)
+
+      s = +"s"
+      [RustyMarshalSpec::DataPoint.new(q: 1), [RustyMarshalSpec::DataPoint.new(q: s), s],
+       { RustyMarshalSpec::DataPoint.new(q: [1]) => RustyMarshalSpec::DataPoint.new(q: nil) }].each do |v|
+        bytes = expect_same_dump(v)
+        expect(native_dump(v)).not_to be_nil
+        expect(native_load(bytes)).not_to equal(fallback)
+        expect_same_load(bytes)
+        expect_same_load(bytes, freeze: true)
+      end
+    end
+
+    it "falls back for anonymous structs and Data, structs with ivars and Range" do
       odd = [Struct.new(:z).new(1), RustyMarshalSpec::Pair.new(1, 2).tap { |x| x.instance_variable_set(:@iv, 1) }, 1..2]
-      odd << RustyMarshalSpec::DataPoint.new(q: 1) if defined?(RustyMarshalSpec::DataPoint)
+      odd << Data.define(:q).new(q: 1) if defined?(RustyMarshalSpec::DataPoint)
       odd.each do |v|
         expect(native_dump([v])).to be_nil
         expect_same_dump([v])
