@@ -20,6 +20,26 @@ module RustyMarshalSpec
 
   class Empty; end
 
+  # Core subclasses: `C` records.
+  class MyString < String; end
+  class MyArray < Array; end
+  class MyHash < Hash; end
+  class SubMyHash < MyHash; end
+
+  # A Hash subclass whose `default` is Ruby code (dumping it calls that): the stdlib's.
+  class DefaultingHash < Hash
+    def default(key = nil)
+      key.nil? ? super() : "default for #{key}"
+    end
+  end
+
+  # A String subclass with its own `hash` (inserting one as a key calls it): the stdlib's.
+  class HashingString < String
+    def hash
+      0
+    end
+  end
+
   Pair = Struct.new(:left, :right)
   Keyed = Struct.new(:a, :b, keyword_init: true)
   KeyedOne = Struct.new(:a, keyword_init: true)
@@ -164,6 +184,7 @@ module MarshalHelper
         word.dup.force_encoding(enc)
       end
       s = +s
+      s = RustyMarshalSpec::MyString.new(s) if @rng.rand < 0.15
       s.freeze if @rng.rand < 0.2
       s
     end
@@ -178,7 +199,7 @@ module MarshalHelper
     end
 
     def array(depth)
-      a = []
+      a = @rng.rand < 0.15 ? RustyMarshalSpec::MyArray.new : []
       @pool << a
       @rng.rand(0..5).times { a << node(depth + 1) }
       a << a if @rng.rand < 0.05
@@ -219,6 +240,7 @@ module MarshalHelper
 
     def hash(depth)
       h = @rng.rand < 0.15 ? Hash.new(node(depth + 1)) : {}
+      h = RustyMarshalSpec::MyHash.new.replace(h).tap { |m| m.default = h.default } if @rng.rand < 0.15
       @pool << h
       @rng.rand(0..4).times { h[node(depth + 1)] = node(depth + 1) }
       h

@@ -1,6 +1,7 @@
 //! The native `Marshal.load` from a String: the records `dump.rs` writes (nil, true,
 //! false, `i`, `l`, `f`, `"`, `I"`, `:`, `I:`, `;`, `[`, `{`, `}`, `o`, `S` of named
-//! `Struct.new` classes, `Iu`/`u` of Time, `@`), building the objects MRI builds with the same C calls. Anything else, and any malformed or
+//! `Struct.new` classes, `C`/`IC` of String, Array and Hash subclasses, `Iu`/`u` of Time,
+//! `@`), building the objects MRI builds with the same C calls. Anything else, and any malformed or
 //! truncated input, returns `None` and the stdlib loads the same bytes instead (raising
 //! its own exception where the data is bad).
 //!
@@ -184,6 +185,26 @@ enum ClassKind {
     Plain = 1,
     /// `Struct.new` instances with core hashing: `S` records.
     Struct = 2,
+    /// Strict subclasses of String, Array, Hash with core hashing: `C` records.
+    StringSub = 3,
+    ArraySub = 4,
+    HashSub = 5,
+}
+
+/// Which core class `klass` strictly inherits from, for a `C` record.
+fn core_subclass_kind(klass: VALUE) -> Option<ClassKind> {
+    let bases = unsafe {
+        [
+            (rb_sys::rb_cString, ClassKind::StringSub),
+            (rb_sys::rb_cArray, ClassKind::ArraySub),
+            (rb_sys::rb_cHash, ClassKind::HashSub),
+        ]
+    };
+    bases.into_iter().find_map(|(base, kind)| {
+        (klass != base
+            && unsafe { rb_sys::rb_class_inherited_p(klass, base) } == rb_sys::Qtrue as VALUE)
+            .then_some(kind)
+    })
 }
 
 impl ClassKind {
@@ -191,6 +212,9 @@ impl ClassKind {
         match code {
             1 => ClassKind::Plain,
             2 => ClassKind::Struct,
+            3 => ClassKind::StringSub,
+            4 => ClassKind::ArraySub,
+            5 => ClassKind::HashSub,
             _ => ClassKind::Other,
         }
     }
@@ -292,8 +316,10 @@ impl Loader<'_> {
                 }
                 core::TYPE_SYMBOL => self.r_symreal(true),
                 core::TYPE_USERDEF => self.r_time(true),
+                core::TYPE_UCLASS => self.r_uclass(true),
                 _ => Err(Fallback),
             },
+            core::TYPE_UCLASS => self.r_uclass(false),
             core::TYPE_USERDEF => self.r_time(false),
             core::TYPE_SYMBOL => self.r_symreal(false),
             core::TYPE_SYMLINK => self.r_symlink().map(|(sym, _)| sym),
@@ -539,6 +565,32 @@ impl Loader<'_> {
         Ok(obj)
     }
 
+    /// A `C` record: a String (`I` before the `C` for its encoding), Array or Hash of a
+    /// named subclass. As MRI, the object is read as its core class and then given the
+    /// subclass (so no subclass method runs while it is filled). With `freeze`, MRI
+    /// would re-class an interned String: left to the stdlib.
+    fn r_uclass(&mut self, ivar: bool) -> Load<VALUE> {
+        if self.freeze {
+            return Err(Fallback);
+        }
+        let (path_sym, _) = self.r_symbol()?;
+        let (klass, kind) = self.named_class(path_sym)?;
+        let t = self.byte()?;
+        let v = match (kind, t) {
+            (ClassKind::StringSub, core::TYPE_STRING) if ivar => self.r_string_with_ivars()?,
+            (ClassKind::StringSub, core::TYPE_STRING) => self.r_string()?,
+            (ClassKind::ArraySub, core::TYPE_ARRAY)
+            | (ClassKind::HashSub, core::TYPE_HASH | core::TYPE_HASH_DEF)
+                if !ivar =>
+            {
+                self.r_object_of(t)?
+            }
+            _ => return Err(Fallback),
+        };
+        unsafe { rb_sys::rb_obj_reveal(v, klass) };
+        Ok(v)
+    }
+
     /// The class an `S` record names, if it is a loaded, named `Struct.new` class whose
     /// instances hash and compare with the core methods.
     fn struct_class(&mut self, path_sym: VALUE) -> Load<VALUE> {
@@ -599,6 +651,8 @@ impl Loader<'_> {
             ClassKind::Plain
         } else if classes::allocates_structs(klass) {
             ClassKind::Struct
+        } else if let Some(kind) = core_subclass_kind(klass) {
+            kind
         } else {
             ClassKind::Other
         };
