@@ -6,11 +6,12 @@ module RustyStdlib
   # Marshal.dump / Marshal.load / Marshal.restore on Rust for the core types: nil, true,
   # false, Integer, Float, String, Symbol, Array, Hash (with links, encodings and
   # defaults, as format 4.8 writes them), Time, classes and modules, plain objects of
-  # named classes, and (dump only) Structs.
+  # named classes, Structs of named Struct.new classes, and Strings, Arrays and Hashes of
+  # named subclasses.
   #
   # A module prepended to Marshal's singleton class tries the native code first; it
   # answers only when the whole call is within what it supports, otherwise the stdlib
-  # handles the whole call (other classes, core subclasses, ivars on core objects,
+  # handles the whole call (other classes, extended objects, ivars on core objects,
   # singletons, dump hooks, IO ports, a load proc, classes that would need an autoload,
   # unusual or malformed bytes, depth limits and their errors). The stdlib
   # stays reachable through stdlib_dump / stdlib_load / stdlib_restore. Everything here

@@ -20,9 +20,41 @@ module RustyMarshalSpec
 
   class Empty; end
 
+  # Core subclasses: `C` records.
+  class MyString < String; end
+  class MyArray < Array; end
+  class MyHash < Hash; end
+  class SubMyHash < MyHash; end
+
+  # A Hash subclass whose `default` is Ruby code (dumping it calls that): the stdlib's.
+  class DefaultingHash < Hash
+    def default(key = nil)
+      key.nil? ? super() : "default for #{key}"
+    end
+  end
+
+  # A String subclass with its own `hash` (inserting one as a key calls it): the stdlib's.
+  class HashingString < String
+    def hash
+      0
+    end
+  end
+
   Pair = Struct.new(:left, :right)
   Keyed = Struct.new(:a, :b, keyword_init: true)
+  KeyedOne = Struct.new(:a, keyword_init: true)
+  One = Struct.new(:a)
   class SubPair < Pair; end
+  class SubKeyed < Keyed; end
+
+  # Marshal.load must not call a Struct's own initialize.
+  Initialized = Struct.new(:left, :right) do
+    def initialize(*args)
+      super
+      self.right = :initialized
+    end
+  end
+  DataPoint = Data.define(:q) if defined?(Data) && Data.respond_to?(:define)
 end
 
 # Helpers for the Marshal parity specs.
@@ -152,6 +184,7 @@ module MarshalHelper
         word.dup.force_encoding(enc)
       end
       s = +s
+      s = RustyMarshalSpec::MyString.new(s) if @rng.rand < 0.15
       s.freeze if @rng.rand < 0.2
       s
     end
@@ -166,7 +199,7 @@ module MarshalHelper
     end
 
     def array(depth)
-      a = []
+      a = @rng.rand < 0.15 ? RustyMarshalSpec::MyArray.new : []
       @pool << a
       @rng.rand(0..5).times { a << node(depth + 1) }
       a << a if @rng.rand < 0.05
@@ -184,6 +217,8 @@ module MarshalHelper
     end
 
     def object(depth)
+      return struct(depth) if @rng.rand < 0.35
+
       obj = [RustyMarshalSpec::Point, RustyMarshalSpec::Node, RustyMarshalSpec::Empty, Object][@rng.rand(4)].allocate
       @pool << obj
       names = %i[@x @y @value @next_node @other]
@@ -191,8 +226,21 @@ module MarshalHelper
       obj
     end
 
+    STRUCTS = [RustyMarshalSpec::Pair, RustyMarshalSpec::Keyed, RustyMarshalSpec::One, RustyMarshalSpec::KeyedOne,
+               RustyMarshalSpec::SubPair, RustyMarshalSpec::SubKeyed].freeze
+
+    def struct(depth)
+      klass = STRUCTS[@rng.rand(STRUCTS.size)]
+      obj = klass.allocate
+      @pool << obj
+      # Members filled after the struct is in the pool, so it may contain itself.
+      klass.members.each { |m| obj[m] = node(depth + 1) if @rng.rand < 0.8 }
+      obj
+    end
+
     def hash(depth)
       h = @rng.rand < 0.15 ? Hash.new(node(depth + 1)) : {}
+      h = RustyMarshalSpec::MyHash.new.replace(h).tap { |m| m.default = h.default } if @rng.rand < 0.15
       @pool << h
       @rng.rand(0..4).times { h[node(depth + 1)] = node(depth + 1) }
       h

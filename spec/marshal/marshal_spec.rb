@@ -86,6 +86,13 @@ RSpec.describe "RustyStdlib::Marshal" do
                 Time.at(0).getlocal("-03:30"), Time.at(1.5), Time.at(Rational(1, 3)), Time.utc(2020, 1, 2, 3, 4, 5.25r),
                 Time.at(2**40), Time.at(-(2**40)), Time.utc(1, 1, 1), Time.now, [Time.at(0)] * 3,
                 { Time.at(7) => [Time.at(7).utc] }, [Time.at(0), Time.at(0)], Time.now.freeze],
+    "String, Array and Hash subclasses" =>
+      [RustyMarshalSpec::MyString.new("sub"), RustyMarshalSpec::MyString.new("caf\u00e9"),
+       RustyMarshalSpec::MyString.new("b".b), RustyMarshalSpec::MyString.new("x".encode("Shift_JIS")),
+       RustyMarshalSpec::MyArray[1, RustyMarshalSpec::MyArray[2]], RustyMarshalSpec::MyHash[a: 1],
+       RustyMarshalSpec::SubMyHash[RustyMarshalSpec::MyString.new("k") => RustyMarshalSpec::MyArray[]],
+       RustyMarshalSpec::MyHash.new(5).merge!(x: 1), [RustyMarshalSpec::MyString.new("s")] * 2,
+       RustyMarshalSpec::MyArray.new.tap { |a| a << a }, { RustyMarshalSpec::MyArray[1] => 2 }],
     "classes and modules" => [String, Kernel, Comparable, BasicObject, RustyMarshalSpec, RustyMarshalSpec::Point,
                               [String, String, Kernel, Kernel], { Integer => Float }, Encoding::Converter, File::Constants]
   }
@@ -150,12 +157,20 @@ RSpec.describe "RustyStdlib::Marshal" do
     end
   end
 
-  describe "structs (written natively, read by the stdlib)" do
+  describe "structs" do
     shared_pair = RustyMarshalSpec::Pair.new("s", [1])
+    cyclic_pair = RustyMarshalSpec::Pair.new(1)
+    cyclic_pair.right = cyclic_pair
     structs = [RustyMarshalSpec::Pair.new(1, 2), [shared_pair, shared_pair, shared_pair.right],
-               RustyMarshalSpec::Keyed.new(a: 1, b: "x"), RustyMarshalSpec::SubPair.new(nil, 2**70),
+               RustyMarshalSpec::Keyed.new(a: 1, b: "x"), RustyMarshalSpec::Keyed.new,
+               RustyMarshalSpec::KeyedOne.new(a: { k: 1 }), RustyMarshalSpec::One.new({ k: 1 }),
+               RustyMarshalSpec::SubPair.new(nil, 2**70), RustyMarshalSpec::SubKeyed.new(b: [1]),
+               RustyMarshalSpec::Initialized.new(1).tap { |x| x.right = 2 }, cyclic_pair,
                RustyMarshalSpec::Pair.new(RustyMarshalSpec::Pair.new(Time.at(0), {}), RustyMarshalSpec::Point.new(1, 2)),
-               Process::Tms.new(1.0, 2.0, 3.0, 4.0), RustyMarshalSpec::Pair.new(:a, { k: RustyMarshalSpec::Pair.new })]
+               Process::Tms.new(1.0, 2.0, 3.0, 4.0), RustyMarshalSpec::Pair.new(:a, { k: RustyMarshalSpec::Pair.new }),
+               { RustyMarshalSpec::Pair.new(1, [2]) => RustyMarshalSpec::Pair.new(1, [2]) },
+               RustyMarshalSpec::Pair.new("caf\u00e9", "x".encode("Shift_JIS"))]
+
     it "writes the stdlib's bytes" do
       structs.each do |v|
         expect_same_dump(v)
@@ -164,21 +179,72 @@ RSpec.describe "RustyStdlib::Marshal" do
       end
     end
 
-    it "leaves loading them to the stdlib" do
+    it "loads the stdlib's bytes natively (keyword_init aware, initialize not called)" do
       structs.each do |v|
         bytes = stdlib.dump(v)
+        expect(native_load(bytes)).not_to equal(fallback), "fell back for #{v.inspect}"
+        expect_same_load(bytes)
+        expect_same_load(bytes, freeze: true)
+      end
+      loaded = native_load(stdlib.dump(RustyMarshalSpec::Initialized.new(1).tap { |x| x.right = 2 }))
+      expect(loaded.right).to eq(2)
+    end
+
+    it "dumps and loads named Data objects (Ruby 3.2+) like the stdlib, natively" do
+      skip "no Data on Ruby #{RUBY_VERSION}" unless defined?(RustyMarshalSpec::DataPoint)
+
+      s = +"s"
+      [RustyMarshalSpec::DataPoint.new(q: 1), [RustyMarshalSpec::DataPoint.new(q: s), s],
+       { RustyMarshalSpec::DataPoint.new(q: [1]) => RustyMarshalSpec::DataPoint.new(q: nil) }].each do |v|
+        bytes = expect_same_dump(v)
+        expect(native_dump(v)).not_to be_nil
+        expect(native_load(bytes)).not_to equal(fallback)
+        expect_same_load(bytes)
+        expect_same_load(bytes, freeze: true)
+      end
+    end
+
+    it "falls back for the subclass cases MRI runs Ruby code for, or that it cannot name" do
+      keyed = RustyMarshalSpec::HashingString.new("k")
+      [RustyMarshalSpec::DefaultingHash[a: 1], Class.new(String).new("anon"), Class.new(Array).new,
+       RustyMarshalSpec::MyString.new("ext").extend(Comparable), RustyMarshalSpec::MyArray[1].tap { |a| a.instance_variable_set(:@iv, 1) }].each do |v|
+        expect(native_dump([v])).to be_nil, "did not fall back for #{v.inspect}"
+        expect_same_dump([v])
+      end
+      bytes = stdlib.dump({ keyed => 1 })
+      expect(native_load(bytes)).to equal(fallback)
+      expect_same_load(bytes)
+      bytes = stdlib.dump([RustyMarshalSpec::MyString.new("s"), RustyMarshalSpec::MyHash[a: 1]])
+      expect(native_load(bytes, freeze: true)).to equal(fallback)
+      expect_same_load(bytes, freeze: true)
+      bytes = stdlib.dump(RustyMarshalSpec::MyArray[1]).sub("MyArray", "MyHash\x00").b
+      expect_parity(stdlib, ours) { |m| MarshalHelper.describe(m.load(bytes)).to_s }
+    end
+
+    it "falls back for anonymous structs and Data, structs with ivars and Range" do
+      odd = [Struct.new(:z).new(1), RustyMarshalSpec::Pair.new(1, 2).tap { |x| x.instance_variable_set(:@iv, 1) }, 1..2]
+      odd << Data.define(:q).new(q: 1) if defined?(RustyMarshalSpec::DataPoint)
+      odd.each do |v|
+        expect(native_dump([v])).to be_nil
+        expect_same_dump([v])
+        next if v.class.name.nil?
+
+        bytes = stdlib.dump([v])
         expect(native_load(bytes)).to equal(fallback)
         expect_same_load(bytes)
       end
     end
 
-    it "falls back for anonymous structs, structs with ivars, Range and Data" do
-      odd = [Struct.new(:z).new(1), RustyMarshalSpec::Pair.new(1, 2).tap { |x| x.instance_variable_set(:@iv, 1) }, 1..2]
-      odd << Data.define(:q).new(q: 1) if defined?(Data) && Data.respond_to?(:define)
-      odd.each do |v|
-        expect(native_dump([v])).to be_nil
-        expect_same_dump([v])
+    it "leaves incompatible structs to the stdlib (its TypeError)" do
+      good = stdlib.dump(RustyMarshalSpec::Pair.new(1, 2))
+      renamed = good.sub("left", "lefx")
+      resized = good.sub(/Pair\x07/n, "Pair\x06")
+      not_struct = good.sub("RustyMarshalSpec::Pair", "RustyMarshalSpec::Node")
+      [renamed, resized, not_struct, good.b.sub("S:", "S;")].each do |bytes|
+        expect_parity(stdlib, ours) { |m| MarshalHelper.describe(m.load(bytes)).to_s }
       end
+      expect(native_load(renamed)).to equal(fallback)
+      expect(native_load(not_struct)).to equal(fallback)
     end
   end
 
@@ -235,8 +301,9 @@ RSpec.describe "RustyStdlib::Marshal" do
       "a Time with an ivar" => [Time.at(0).tap { |t| t.instance_variable_set(:@note, 1) }],
       "a Time with a singleton method" => [Time.at(0).tap { |t| t.define_singleton_method(:x) { 1 } }],
       "a Struct of an anonymous class" => [Struct.new(:a).new(1)],
-      "String/Array/Hash subclasses" => [RustyMarshalSpecString.new("x"), RustyMarshalSpecArray.new([1]),
-                                         RustyMarshalSpecHash.new.merge!(a: 1)],
+      "extended String/Array/Hash subclasses" =>
+        [RustyMarshalSpecString.new("x").extend(Comparable), RustyMarshalSpecArray.new([1]).extend(Comparable),
+         RustyMarshalSpecHash.new.merge!(a: 1).extend(Comparable)],
       "a string with an ivar" => [1, with_ivar],
       "an array with an ivar" => ary_ivar,
       "an extended object" => [extended],

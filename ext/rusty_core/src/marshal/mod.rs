@@ -36,6 +36,7 @@ pub const TYPE_STRUCT: u8 = b'S';
 pub const TYPE_CLASS: u8 = b'c';
 pub const TYPE_MODULE: u8 = b'm';
 pub const TYPE_LINK: u8 = b'@';
+pub const TYPE_UCLASS: u8 = b'C';
 
 /// Whether MRI (64-bit) writes the Integer `n` as a fixnum `i` record.
 ///

@@ -199,6 +199,16 @@ fn flags(obj: VALUE) -> VALUE {
     unsafe { (*(obj as *const rb_sys::RBasic)).flags }
 }
 
+/// Whether a Hash subclass answers `default` and `compare_by_identity?` with the core
+/// methods (so calling them runs no Ruby code).
+fn hash_methods_are_core(klass: VALUE) -> bool {
+    let ids = ids();
+    unsafe {
+        rb_sys::rb_method_basic_definition_p(klass, ids.default) != 0
+            && rb_sys::rb_method_basic_definition_p(klass, ids.compare_by_identity_p) != 0
+    }
+}
+
 #[inline]
 fn class_of(obj: VALUE) -> VALUE {
     unsafe { (*(obj as *const rb_sys::RBasic)).klass }
@@ -357,8 +367,9 @@ impl Dumper<'_> {
         let klass = class_of(obj);
         match unsafe { rb_sys::RB_BUILTIN_TYPE(obj) } {
             T::RUBY_T_SYMBOL => self.w_symbol(obj),
-            T::RUBY_T_STRING if klass == unsafe { rb_sys::rb_cString } => {
-                self.check_class(CHECK_STRING, obj, klass)?;
+            T::RUBY_T_STRING => {
+                let uclass =
+                    self.uclass(obj, klass, unsafe { rb_sys::rb_cString }, CHECK_STRING)?;
                 if flags(obj) & FL_EXIVAR != 0 {
                     return Err(Fallback);
                 }
@@ -367,6 +378,7 @@ impl Dumper<'_> {
                 if !matches!(enc, EncName::None) {
                     self.out.push(core::TYPE_IVAR);
                 }
+                self.w_uclass(uclass)?;
                 self.out.push(core::TYPE_STRING);
                 let bytes = str_bytes(obj);
                 if bytes.len() > MAX_LEN {
@@ -379,8 +391,8 @@ impl Dumper<'_> {
                 }
                 Ok(())
             }
-            T::RUBY_T_ARRAY if klass == unsafe { rb_sys::rb_cArray } => {
-                self.check_class(CHECK_ARRAY, obj, klass)?;
+            T::RUBY_T_ARRAY => {
+                let uclass = self.uclass(obj, klass, unsafe { rb_sys::rb_cArray }, CHECK_ARRAY)?;
                 if flags(obj) & FL_EXIVAR != 0 {
                     return Err(Fallback);
                 }
@@ -390,6 +402,7 @@ impl Dumper<'_> {
                 if len as usize > MAX_LEN {
                     return Err(Fallback);
                 }
+                self.w_uclass(uclass)?;
                 self.out.push(core::TYPE_ARRAY);
                 self.w_long(len as i64);
                 for i in 0..len {
@@ -399,9 +412,7 @@ impl Dumper<'_> {
                 self.depth -= 1;
                 Ok(())
             }
-            T::RUBY_T_HASH if klass == unsafe { rb_sys::rb_cHash } => {
-                self.w_hash(obj, klass, limit)
-            }
+            T::RUBY_T_HASH => self.w_hash(obj, klass, limit),
             T::RUBY_T_FLOAT if klass == unsafe { rb_sys::rb_cFloat } => {
                 self.check_class(CHECK_FLOAT, obj, klass)?;
                 self.remember(obj);
@@ -580,6 +591,40 @@ impl Dumper<'_> {
         self.named_class(obj, klass, classes::allocates_plain_objects)
     }
 
+    /// MRI's `w_uclass` decision for a String, Array or Hash whose class is `klass`:
+    /// `None` for the core class itself (checked once per dump), or the path symbol of a
+    /// named subclass to write as a `C` record (checked once per class: no dump hooks,
+    /// untouched `respond_to?`, and for a Hash the core `default` and
+    /// `compare_by_identity?`, which `w_hash` calls). Singleton classes (extended objects)
+    /// and anonymous or unreachable classes are the stdlib's.
+    fn uclass(
+        &mut self,
+        obj: VALUE,
+        klass: VALUE,
+        base: VALUE,
+        bit: u8,
+    ) -> Result<Option<VALUE>, Fallback> {
+        if klass == base {
+            self.check_class(bit, obj, klass)?;
+            return Ok(None);
+        }
+        let check: fn(VALUE) -> bool = if bit == CHECK_HASH {
+            hash_methods_are_core
+        } else {
+            |_| true
+        };
+        self.named_class(obj, klass, check).map(Some)
+    }
+
+    /// The `C` record prefix for a subclass found by `uclass`.
+    fn w_uclass(&mut self, uclass: Option<VALUE>) -> Step {
+        if let Some(sym) = uclass {
+            self.out.push(core::TYPE_UCLASS);
+            self.w_symbol(sym)?;
+        }
+        Ok(())
+    }
+
     /// `object_class` for the class of an `S` record (a `Struct.new` class).
     fn struct_class(&mut self, obj: VALUE, klass: VALUE) -> Result<VALUE, Fallback> {
         self.named_class(obj, klass, classes::allocates_structs)
@@ -672,7 +717,7 @@ impl Dumper<'_> {
     }
 
     fn w_hash(&mut self, obj: VALUE, klass: VALUE, limit: i32) -> Step {
-        self.check_class(CHECK_HASH, obj, klass)?;
+        let uclass = self.uclass(obj, klass, unsafe { rb_sys::rb_cHash }, CHECK_HASH)?;
         if flags(obj) & (FL_EXIVAR | FL_HASH_KEYWORDS | FL_HASH_PROC_DEFAULT) != 0 {
             return Err(Fallback);
         }
@@ -685,6 +730,7 @@ impl Dumper<'_> {
         let ifnone = unsafe { rb_sys::rb_funcall(obj, ids.default, 0) };
         self.remember(obj);
         self.enter()?;
+        self.w_uclass(uclass)?;
         self.out.push(if rb_sys::NIL_P(ifnone) {
             core::TYPE_HASH
         } else {

@@ -1,14 +1,13 @@
 //! The native `Marshal.load` from a String: the records `dump.rs` writes (nil, true,
-//! false, `i`, `l`, `f`, `"`, `I"`, `:`, `I:`, `;`, `[`, `{`, `}`, `o`, `Iu`/`u` of Time,
-//! `@`), building the
-//! objects MRI builds with the same C calls. Anything else, and any malformed or
+//! false, `i`, `l`, `f`, `"`, `I"`, `:`, `I:`, `;`, `[`, `{`, `}`, `o`, `S` of named
+//! `Struct.new` classes, `C`/`IC` of String, Array and Hash subclasses, `Iu`/`u` of Time,
+//! `@`), building the objects MRI builds with the same C calls. Anything else, and any malformed or
 //! truncated input, returns `None` and the stdlib loads the same bytes instead (raising
 //! its own exception where the data is bad).
 //!
 //! GC safety: every heap object we create goes into the link table (a marked TypedData),
 //! `symbols`, `classes` or `kept` (Ruby Arrays), all held on the stack, before the next
-//! allocation; the
-//! source bytes are copied into a Rust buffer first, so a moving GC cannot pull them away.
+//! allocation; the source bytes are copied into a Rust buffer first, so a moving GC cannot pull them away.
 
 use std::cell::UnsafeCell;
 use std::ffi::CString;
@@ -147,6 +146,25 @@ fn new_hash(len: i64) -> VALUE {
     }
 }
 
+/// MRI's `RTEST(rb_struct_s_keyword_init(klass))` (not exported): the hidden
+/// `__keyword_init__` ivar of the class or its nearest Struct superclass that has one.
+fn struct_keyword_init(klass: VALUE) -> bool {
+    static ID_KEYWORD_INIT: OnceLock<rb_sys::ID> = OnceLock::new();
+    let id =
+        *ID_KEYWORD_INIT.get_or_init(|| unsafe { rb_sys::rb_intern(c"__keyword_init__".as_ptr()) });
+    let mut c = klass;
+    loop {
+        let v = unsafe { rb_sys::rb_attr_get(c, id) };
+        if !rb_sys::NIL_P(v) {
+            return rb_sys::TEST(v);
+        }
+        c = unsafe { rb_sys::rb_class_superclass(c) };
+        if rb_sys::NIL_P(c) || c == unsafe { rb_sys::rb_cStruct } {
+            return false;
+        }
+    }
+}
+
 /// Whether instances of `klass` hash and compare with the core `hash` / `eql?`, so that
 /// using one as a Hash key runs no Ruby code.
 fn core_hashing(klass: VALUE) -> bool {
@@ -154,6 +172,51 @@ fn core_hashing(klass: VALUE) -> bool {
     unsafe {
         rb_sys::rb_method_basic_definition_p(klass, ids.hash) != 0
             && rb_sys::rb_method_basic_definition_p(klass, ids.eql_p) != 0
+    }
+}
+
+/// What the instances of a class named in an `o` or `S` record are, as far as loading
+/// them natively goes.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum ClassKind {
+    /// Anything we leave to the stdlib.
+    Other = 0,
+    /// Plain `T_OBJECT`s with core hashing: `o` records.
+    Plain = 1,
+    /// `Struct.new` instances with core hashing: `S` records.
+    Struct = 2,
+    /// Strict subclasses of String, Array, Hash with core hashing: `C` records.
+    StringSub = 3,
+    ArraySub = 4,
+    HashSub = 5,
+}
+
+/// Which core class `klass` strictly inherits from, for a `C` record.
+fn core_subclass_kind(klass: VALUE) -> Option<ClassKind> {
+    let bases = unsafe {
+        [
+            (rb_sys::rb_cString, ClassKind::StringSub),
+            (rb_sys::rb_cArray, ClassKind::ArraySub),
+            (rb_sys::rb_cHash, ClassKind::HashSub),
+        ]
+    };
+    bases.into_iter().find_map(|(base, kind)| {
+        (klass != base
+            && unsafe { rb_sys::rb_class_inherited_p(klass, base) } == rb_sys::Qtrue as VALUE)
+            .then_some(kind)
+    })
+}
+
+impl ClassKind {
+    fn from_code(code: c_long) -> ClassKind {
+        match code {
+            1 => ClassKind::Plain,
+            2 => ClassKind::Struct,
+            3 => ClassKind::StringSub,
+            4 => ClassKind::ArraySub,
+            5 => ClassKind::HashSub,
+            _ => ClassKind::Other,
+        }
     }
 }
 
@@ -253,8 +316,10 @@ impl Loader<'_> {
                 }
                 core::TYPE_SYMBOL => self.r_symreal(true),
                 core::TYPE_USERDEF => self.r_time(true),
+                core::TYPE_UCLASS => self.r_uclass(true),
                 _ => Err(Fallback),
             },
+            core::TYPE_UCLASS => self.r_uclass(false),
             core::TYPE_USERDEF => self.r_time(false),
             core::TYPE_SYMBOL => self.r_symreal(false),
             core::TYPE_SYMLINK => self.r_symlink().map(|(sym, _)| sym),
@@ -306,6 +371,7 @@ impl Loader<'_> {
                 Ok(hash)
             }
             core::TYPE_OBJECT => self.r_plain_object(),
+            core::TYPE_STRUCT => self.r_struct(),
             core::TYPE_CLASS | core::TYPE_MODULE => {
                 let path = self.r.read_bytes().ok_or(Fallback)?;
                 let v = classes::resolve_path(path).ok_or(Fallback)?;
@@ -384,13 +450,17 @@ impl Loader<'_> {
 
     /// Inserting a Hash key calls its `hash` (and maybe `eql?`) methods unless it is a
     /// String, Symbol or number. Every class and Time we load was checked to have the core
-    /// ones; Array and Hash keys (which hash their elements) need Array's and Hash's too.
+    /// ones; Array, Hash and Struct keys (which hash their elements) need Array's and
+    /// Hash's too.
     fn check_key_hashing(&mut self, key: VALUE) -> Load<()> {
         if self.containers_hash_checked || rb_sys::SPECIAL_CONST_P(key) {
             return Ok(());
         }
         let t = unsafe { rb_sys::RB_BUILTIN_TYPE(key) };
-        if t == rb_sys::ruby_value_type::RUBY_T_ARRAY || t == rb_sys::ruby_value_type::RUBY_T_HASH {
+        if t == rb_sys::ruby_value_type::RUBY_T_ARRAY
+            || t == rb_sys::ruby_value_type::RUBY_T_HASH
+            || t == rb_sys::ruby_value_type::RUBY_T_STRUCT
+        {
             if !core_hashing(unsafe { rb_sys::rb_cArray })
                 || !core_hashing(unsafe { rb_sys::rb_cHash })
             {
@@ -439,8 +509,109 @@ impl Loader<'_> {
         Ok(obj)
     }
 
+    /// An `S` record of a named `Struct.new` class, as MRI reads it: the link index is
+    /// reserved first, the class found and allocated, the member count and every member
+    /// name checked against the class (any mismatch is MRI's TypeError: the stdlib's job),
+    /// the values collected (into a keyword Hash when the class is `keyword_init`), then
+    /// `rb_struct_initialize`, which runs no Ruby code (a user `initialize` is not called).
+    fn r_struct(&mut self) -> Load<VALUE> {
+        let slot = unsafe { &*self.table.links.get() }.len();
+        self.entry(qnil());
+        let (path_sym, _) = self.r_symbol()?;
+        let klass = self.struct_class(path_sym)?;
+        let len = self.long()?;
+        let members = magnus::rb_sys::protect(|| unsafe { rb_sys::rb_struct_s_members(klass) })
+            .map_err(|_| Fallback)?;
+        if unsafe { !rb_sys::RB_TYPE_P(members, rb_sys::ruby_value_type::RUBY_T_ARRAY) }
+            || len != unsafe { rb_sys::RARRAY_LEN(members) } as i64
+        {
+            return Err(Fallback);
+        }
+        let obj = magnus::rb_sys::protect(|| unsafe { rb_sys::rb_obj_alloc(klass) })
+            .map_err(|_| Fallback)?;
+        if unsafe { !rb_sys::RB_TYPE_P(obj, rb_sys::ruby_value_type::RUBY_T_STRUCT) } {
+            return Err(Fallback);
+        }
+        let links = unsafe { &mut *self.table.links.get() };
+        links[slot] = obj;
+        let values = unsafe { rb_sys::rb_ary_new_capa(len as c_long) };
+        self.keep(values);
+        let keywords = if struct_keyword_init(klass) {
+            let h = unsafe { rb_sys::rb_hash_new() };
+            unsafe { rb_sys::rb_ary_push(values, h) };
+            h
+        } else {
+            0
+        };
+        for i in 0..len {
+            let (name, _) = self.r_symbol()?;
+            let member = unsafe { rb_sys::RARRAY_AREF(members, i as isize) };
+            // Symbols are unique: the same name (and encoding) is the same Symbol.
+            if name != member {
+                return Err(Fallback);
+            }
+            let value = self.r_object()?;
+            if keywords != 0 {
+                unsafe { rb_sys::rb_hash_aset(keywords, member, value) };
+            } else {
+                unsafe { rb_sys::rb_ary_push(values, value) };
+            }
+        }
+        magnus::rb_sys::protect(|| unsafe { rb_sys::rb_struct_initialize(obj, values) })
+            .map_err(|_| Fallback)?;
+        if self.freeze {
+            unsafe { rb_sys::rb_obj_freeze(obj) };
+        }
+        Ok(obj)
+    }
+
+    /// A `C` record: a String (`I` before the `C` for its encoding), Array or Hash of a
+    /// named subclass. As MRI, the object is read as its core class and then given the
+    /// subclass (so no subclass method runs while it is filled). With `freeze`, MRI
+    /// would re-class an interned String: left to the stdlib.
+    fn r_uclass(&mut self, ivar: bool) -> Load<VALUE> {
+        if self.freeze {
+            return Err(Fallback);
+        }
+        let (path_sym, _) = self.r_symbol()?;
+        let (klass, kind) = self.named_class(path_sym)?;
+        let t = self.byte()?;
+        let v = match (kind, t) {
+            (ClassKind::StringSub, core::TYPE_STRING) if ivar => self.r_string_with_ivars()?,
+            (ClassKind::StringSub, core::TYPE_STRING) => self.r_string()?,
+            (ClassKind::ArraySub, core::TYPE_ARRAY)
+            | (ClassKind::HashSub, core::TYPE_HASH | core::TYPE_HASH_DEF)
+                if !ivar =>
+            {
+                self.r_object_of(t)?
+            }
+            _ => return Err(Fallback),
+        };
+        unsafe { rb_sys::rb_obj_reveal(v, klass) };
+        Ok(v)
+    }
+
+    /// The class an `S` record names, if it is a loaded, named `Struct.new` class whose
+    /// instances hash and compare with the core methods.
+    fn struct_class(&mut self, path_sym: VALUE) -> Load<VALUE> {
+        match self.named_class(path_sym)? {
+            (klass, ClassKind::Struct) => Ok(klass),
+            _ => Err(Fallback),
+        }
+    }
+
     /// The class an `o` record names, if it is a loaded plain class (see `classes`).
     fn object_class(&mut self, path_sym: VALUE) -> Load<VALUE> {
+        match self.named_class(path_sym)? {
+            (klass, ClassKind::Plain) => Ok(klass),
+            _ => Err(Fallback),
+        }
+    }
+
+    /// The (non-singleton) class `path_sym` names, if every step of the path is a loaded
+    /// constant, and what its instances are; cached by symbol for the rest of the load
+    /// as [symbol, class, kind, ...].
+    fn named_class(&mut self, path_sym: VALUE) -> Load<(VALUE, ClassKind)> {
         if self.classes == 0 {
             self.classes = unsafe { rb_sys::rb_ary_new() };
         }
@@ -448,9 +619,12 @@ impl Loader<'_> {
         let mut i = 0;
         while i < cached {
             if unsafe { rb_sys::RARRAY_AREF(self.classes, i as isize) } == path_sym {
-                return Ok(unsafe { rb_sys::RARRAY_AREF(self.classes, i as isize + 1) });
+                let klass = unsafe { rb_sys::RARRAY_AREF(self.classes, i as isize + 1) };
+                let kind =
+                    unsafe { rb_sys::FIX2LONG(rb_sys::RARRAY_AREF(self.classes, i as isize + 2)) };
+                return Ok((klass, ClassKind::from_code(kind)));
             }
-            i += 2;
+            i += 3;
         }
         let name = unsafe { rb_sys::rb_sym2str(path_sym) };
         // Copied: resolving may allocate, and a compacting GC could move the name's bytes.
@@ -468,14 +642,26 @@ impl Loader<'_> {
                     & (rb_sys::ruby_fl_type::RUBY_FL_SINGLETON as VALUE)
                     == 0
         };
-        if !is_class || !core_hashing(klass) || !classes::allocates_plain_objects(klass) {
+        if !is_class {
             return Err(Fallback);
         }
+        let kind = if !core_hashing(klass) {
+            ClassKind::Other
+        } else if classes::allocates_plain_objects(klass) {
+            ClassKind::Plain
+        } else if classes::allocates_structs(klass) {
+            ClassKind::Struct
+        } else if let Some(kind) = core_subclass_kind(klass) {
+            kind
+        } else {
+            ClassKind::Other
+        };
         unsafe {
             rb_sys::rb_ary_push(self.classes, path_sym);
             rb_sys::rb_ary_push(self.classes, klass);
+            rb_sys::rb_ary_push(self.classes, rb_sys::LONG2FIX(kind as c_long));
         }
-        Ok(klass)
+        Ok((klass, kind))
     }
 
     #[inline]

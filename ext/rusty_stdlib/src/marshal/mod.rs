@@ -1,8 +1,9 @@
 //! `Marshal.dump` / `Marshal.load` for the core types that carry most traffic: nil, true,
 //! false, Integer, Float, String, Symbol, Array, Hash (with a default value), Time (the
 //! core `_dump`/`_load`), classes and modules, plain objects (`o` records of named
-//! classes with Object's allocator and no dump hooks), and, for dump only, Structs of
-//! named `Struct.new` classes.
+//! classes with Object's allocator and no dump hooks), and Structs of named `Struct.new`
+//! classes (`S` records; keyword_init ones load through a keyword Hash, as MRI does), and
+//! Strings, Arrays and Hashes of named subclasses (`C` records).
 //!
 //! `RustyStdlib::Marshal.native_dump(obj, limit)` returns the dump as a String, or `nil`
 //! when the graph holds anything outside the native subset (then the shim calls the
