@@ -38,7 +38,7 @@ const fn trailing(lead: u8) -> usize {
 fn legal(seq: &[u8]) -> bool {
     let lead = seq[0];
     match seq.len() {
-        1 => lead < 0x80 || (lead >= 0xc2 && lead <= 0xf4),
+        1 => lead < 0x80 || (0xc2..=0xf4).contains(&lead),
         2..=4 => {
             if seq[2..].iter().any(|&b| !(0x80..=0xbf).contains(&b)) {
                 return false;
@@ -188,7 +188,7 @@ pub fn write_i64(n: i64, out: &mut Vec<u8>) {
 }
 
 /// Appends a finite `f` exactly as Ruby's `Float#to_s` writes it: the shortest digits that
-/// round-trip, fixed notation for decimal exponents -4 < e <= 16 (`100.0`, `0.0001`),
+/// round-trip, fixed notation for decimal exponents -4 <= e < 15 (`100.0`, `0.0001`),
 /// otherwise `d.ddde+XX` (at least two exponent digits), and always a fractional part.
 /// Non-finite values are written as `NaN`, `Infinity`, `-Infinity`.
 pub fn write_f64(f: f64, out: &mut Vec<u8>) {
@@ -222,6 +222,13 @@ pub fn write_f64(f: f64, out: &mut Vec<u8>) {
             ndigits += 1;
         }
     }
+    if let Some(even) = tie_to_even(f, &digits[..ndigits]) {
+        let mut v = even;
+        for slot in digits[..ndigits].iter_mut().rev() {
+            *slot = b'0' + (v % 10) as u8;
+            v /= 10;
+        }
+    }
     let digits = &digits[..ndigits];
     let mut exp: i32 = 0;
     let (exp_neg, exp_digits) = match exp_text.split_first() {
@@ -240,7 +247,9 @@ pub fn write_f64(f: f64, out: &mut Vec<u8>) {
         out.push(b'-');
     }
     let nd = digits.len() as i32;
-    if decpt > 0 && decpt <= 16 {
+    // Ruby writes a fraction in fixed notation up to 16 integer digits, an integral value
+    // only up to 15 (DBL_DIG): 1234567890123456.7 but 1.234567890123456e+15.
+    if decpt > 0 && (decpt < nd || decpt <= 15) {
         if decpt < nd {
             out.extend_from_slice(&digits[..decpt as usize]);
             out.push(b'.');
@@ -273,6 +282,59 @@ pub fn write_f64(f: f64, out: &mut Vec<u8>) {
     }
 }
 
+/// Ruby's dtoa breaks a tie between two shortest candidates towards the even one; Rust's
+/// shortest formatting does not always. A tie needs the double's exact decimal expansion to
+/// be one digit longer than the shortest digits and to end in 5, which is only possible for
+/// doubles with a short exact expansion; those are computed exactly here (in u128). Returns
+/// the digits to use instead of `digits` (as an integer of the same length) when they differ.
+fn tie_to_even(f: f64, digits: &[u8]) -> Option<u64> {
+    let bits = f.to_bits();
+    let raw_exp = ((bits >> 52) & 0x7ff) as i32;
+    let frac = bits & ((1u64 << 52) - 1);
+    let (mut m, mut e) = if raw_exp == 0 {
+        (frac, -1074)
+    } else {
+        (frac | (1u64 << 52), raw_exp - 1075)
+    };
+    if m == 0 {
+        return None;
+    }
+    let shift = m.trailing_zeros() as i32;
+    m >>= shift;
+    e += shift;
+    let exact: u128 = if e >= 0 {
+        if e > 60 {
+            return None;
+        }
+        (m as u128) << e
+    } else {
+        if e < -27 {
+            return None;
+        }
+        (m as u128) * 5u128.pow((-e) as u32)
+    };
+    if exact % 10 != 5 {
+        return None;
+    }
+    let len = exact.checked_ilog10().map_or(1, |l| l as usize + 1);
+    if len != digits.len() + 1 {
+        return None;
+    }
+    let lo = (exact / 10) as u64;
+    let hi = lo + 1;
+    if hi.checked_ilog10() != lo.checked_ilog10() {
+        return None;
+    }
+    let current = digits
+        .iter()
+        .fold(0u64, |acc, &d| acc * 10 + (d - b'0') as u64);
+    if current != lo && current != hi {
+        return None;
+    }
+    let even = if lo.is_multiple_of(2) { lo } else { hi };
+    (even != current).then_some(even)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -288,6 +350,8 @@ mod tests {
         escape_string(s, ascii, slash, &mut v).map(|()| String::from_utf8(v).unwrap())
     }
 
+    // The ties are written exactly (x.25, x.625): their shortest text is what is tested.
+    #[allow(clippy::excessive_precision)]
     #[test]
     fn floats_as_ruby_writes_them() {
         for (f, s) in [
@@ -299,10 +363,16 @@ mod tests {
             (0.1, "0.1"),
             (0.0001, "0.0001"),
             (0.00001, "1.0e-05"),
-            (1e15, "1000000000000000.0"),
+            (1e15, "1.0e+15"),
+            (1e14, "100000000000000.0"),
+            (999999999999999.9, "999999999999999.9"),
+            (1234567890123456.0, "1.234567890123456e+15"),
             (1e16, "1.0e+16"),
             (1.2345e16, "1.2345e+16"),
-            (9007199254740993.0, "9007199254740992.0"),
+            (9007199254740993.0, "9.007199254740992e+15"),
+            (1099179060904402.1, "1099179060904402.1"),
+            (803454914788320.25, "803454914788320.2"),
+            (-271628451534276.625, "-271628451534276.62"),
             (1e100, "1.0e+100"),
             (5e-324, "5.0e-324"),
             (1.7976931348623157e308, "1.7976931348623157e+308"),
@@ -329,13 +399,22 @@ mod tests {
 
     #[test]
     fn escapes() {
-        assert_eq!(esc(b"a\"b\\c\n\x01/", false, false).unwrap(), "a\\\"b\\\\c\\n\\u0001/");
+        assert_eq!(
+            esc(b"a\"b\\c\n\x01/", false, false).unwrap(),
+            "a\\\"b\\\\c\\n\\u0001/"
+        );
         assert_eq!(esc(b"/", false, true).unwrap(), "\\/");
         assert_eq!(esc("é😀".as_bytes(), false, false).unwrap(), "é😀");
-        assert_eq!(esc("é😀\u{7f}".as_bytes(), true, false).unwrap(), "\\u00e9\\ud83d\\ude00\u{7f}");
+        assert_eq!(
+            esc("é😀\u{7f}".as_bytes(), true, false).unwrap(),
+            "\\u00e9\\ud83d\\ude00\u{7f}"
+        );
         assert_eq!(esc(b"\xff", false, false), Err(EscapeError::Partial));
         assert_eq!(esc(b"\xe9t\xe9", false, false), Err(EscapeError::Malformed));
-        assert_eq!(esc(b"\xed\xa0\x80", true, false), Err(EscapeError::Malformed));
+        assert_eq!(
+            esc(b"\xed\xa0\x80", true, false),
+            Err(EscapeError::Malformed)
+        );
         assert_eq!(esc(b"\x80", false, false), Err(EscapeError::Malformed));
         assert_eq!(esc(b"\xc0\x80", false, false), Err(EscapeError::Malformed));
     }
