@@ -302,6 +302,22 @@ RSpec.describe "RustyStdlib::JSON::Generator" do
       nonfinite = [Float::NAN, Float::INFINITY, -Float::INFINITY, -Float::NAN]
       expect_gen_parity { JSON.generate(nonfinite, allow_nan: true) }
     end
+
+    it "follows a redefined Float#to_s like the gem" do
+      Float.class_eval do
+        alias_method :__gen_spec_to_s, :to_s
+        def to_s
+          "F#{__gen_spec_to_s}"
+        end
+      end
+      expect_gen_parity { JSON.generate([1.5, 2.0e20]) }
+      expect_gen_parity { JSON.generate([Float::NAN]) }
+    ensure
+      Float.class_eval do
+        alias_method :to_s, :__gen_spec_to_s
+        remove_method :__gen_spec_to_s
+      end
+    end
   end
 
   describe "seeded random documents" do

@@ -384,6 +384,9 @@ struct Gen<'s> {
     out: Vec<u8>,
     utf8: i32,
     usascii: i32,
+    /// Whether `Float#to_s` was redefined: the gem calls it for every Float, we write the
+    /// same text ourselves unless someone changed what it says.
+    float_to_s_redefined: bool,
 }
 
 impl<'s> Gen<'s> {
@@ -406,6 +409,10 @@ impl<'s> Gen<'s> {
             out: Vec::with_capacity(capacity),
             utf8: unsafe { rb_sys::rb_utf8_encindex() },
             usascii: unsafe { rb_sys::rb_usascii_encindex() },
+            float_to_s_redefined: unsafe {
+                let to_s = rb_sys::rb_intern(c"to_s".as_ptr());
+                rb_sys::rb_method_basic_definition_p(rb_sys::rb_cFloat, to_s) == 0
+            },
         })
     }
 
@@ -457,7 +464,7 @@ impl Gen<'_> {
             self.out.extend_from_slice(unsafe { s.as_slice() });
             Ok(())
         } else if klass == ruby.class_float().as_raw() {
-            self.float(ruby, Float::from_value(obj).expect("a Float").to_f64())
+            self.float(ruby, obj)
         } else if obj.respond_to("to_json", false)? {
             let s: Value = obj.funcall("to_json", (self.state_value,))?;
             check_type(s, ruby_value_type::RUBY_T_STRING)?;
@@ -471,11 +478,20 @@ impl Gen<'_> {
         }
     }
 
-    fn float(&mut self, ruby: &Ruby, f: f64) -> Result<(), Error> {
+    fn float(&mut self, ruby: &Ruby, obj: Value) -> Result<(), Error> {
+        let f = Float::from_value(obj).expect("a Float").to_f64();
+        let redefined: Option<RString> = if self.float_to_s_redefined {
+            Some(obj.funcall("to_s", ())?)
+        } else {
+            None
+        };
         if !f.is_finite() && !self.cfg.allow_nan {
             let line = if f.is_infinite() { 1000 } else { 1003 };
             let mut text = Vec::new();
-            core::write_f64(f, &mut text);
+            match redefined {
+                Some(s) => text.extend_from_slice(unsafe { s.as_slice() }),
+                None => core::write_f64(f, &mut text),
+            }
             let message = format!(
                 "{}: {} not allowed in JSON",
                 line,
@@ -483,7 +499,10 @@ impl Gen<'_> {
             );
             return Err(Error::new(json_error(ruby, "GeneratorError")?, message));
         }
-        core::write_f64(f, &mut self.out);
+        match redefined {
+            Some(s) => self.out.extend_from_slice(unsafe { s.as_slice() }),
+            None => core::write_f64(f, &mut self.out),
+        }
         Ok(())
     }
 
@@ -615,7 +634,7 @@ impl Gen<'_> {
             Kind::Object => self.object(ruby, RHash::from_value(obj).expect("a Hash")),
             Kind::Array => self.array(ruby, RArray::from_value(obj).expect("an Array")),
             Kind::String => self.string(ruby, RString::from_value(obj).expect("a String")),
-            Kind::Float => self.float(ruby, Float::from_value(obj).expect("a Float").to_f64()),
+            Kind::Float => self.float(ruby, obj),
             Kind::Integer | Kind::Literal => self.value(ruby, obj),
         }
     }
