@@ -314,6 +314,7 @@ RSpec.describe "RustyStdlib::JSON::Generator" do
       expect_gen_parity { JSON.generate([Float::NAN]) }
     ensure
       Float.class_eval do
+        remove_method :to_s
         alias_method :to_s, :__gen_spec_to_s
         remove_method :__gen_spec_to_s
       end
