@@ -23,7 +23,7 @@ module RustyStdlib
     # json gem versions whose generator spec/json/generator_spec.rb proves we match.
     GENERATOR_PROVEN_VERSIONS = %w[2.6.1].freeze
 
-    @generator_status = "not installed"
+    @generator_installed = false
 
     class << self
       def unsupported_reason
@@ -47,8 +47,13 @@ module RustyStdlib
         "json #{::JSON::VERSION} generator is not proven (proven: #{GENERATOR_PROVEN_VERSIONS.join(', ')})"
       end
 
-      # :installed, or why the gem's generator was kept.
-      attr_reader :generator_status
+      # :installed, or why the gem's generator was kept (RustyStdlib.status[:json] tells
+      # about the parser, which the generator needs installed first).
+      def generator_status
+        return :installed if @generator_installed
+
+        generator_unsupported_reason || "json is not installed: #{RustyStdlib.status[:json]}"
+      end
 
       # The gem's C generator, whether or not ours is installed.
       def stdlib_generator
@@ -64,13 +69,10 @@ module RustyStdlib
 
       def install!
         ::JSON.parser = Parser
-        reason = generator_unsupported_reason
-        if reason
-          @generator_status = reason
-        else
-          ::JSON.generator = generator
-          @generator_status = :installed
-        end
+        return if generator_unsupported_reason
+
+        ::JSON.generator = generator
+        @generator_installed = true
       end
     end
   end
