@@ -440,6 +440,22 @@ fn push_indent(out: &mut Vec<u8>, indent: &Option<Vec<u8>>, depth: i64) {
 
 impl Gen<'_> {
     fn value(&mut self, ruby: &Ruby, obj: Value) -> Result<(), Error> {
+        // Immediates first (their classes are fixed, so the order of the gem's tests does
+        // not matter), then heap objects by exact class.
+        let raw = obj.as_raw();
+        if raw == rb_sys::Qnil as VALUE {
+            self.out.extend_from_slice(b"null");
+            return Ok(());
+        } else if raw == rb_sys::Qfalse as VALUE {
+            self.out.extend_from_slice(b"false");
+            return Ok(());
+        } else if raw == rb_sys::Qtrue as VALUE {
+            self.out.extend_from_slice(b"true");
+            return Ok(());
+        } else if let Some(n) = Fixnum::from_value(obj) {
+            core::write_i64(n.to_i64(), &mut self.out);
+            return Ok(());
+        }
         let klass = obj.class().as_raw();
         if klass == ruby.class_hash().as_raw() {
             self.object(ruby, RHash::from_value(obj).expect("a Hash"))
@@ -447,18 +463,6 @@ impl Gen<'_> {
             self.array(ruby, RArray::from_value(obj).expect("an Array"))
         } else if klass == ruby.class_string().as_raw() {
             self.string(ruby, RString::from_value(obj).expect("a String"))
-        } else if obj.is_nil() {
-            self.out.extend_from_slice(b"null");
-            Ok(())
-        } else if obj.as_raw() == rb_sys::Qfalse as VALUE {
-            self.out.extend_from_slice(b"false");
-            Ok(())
-        } else if obj.as_raw() == rb_sys::Qtrue as VALUE {
-            self.out.extend_from_slice(b"true");
-            Ok(())
-        } else if let Some(n) = Fixnum::from_value(obj) {
-            core::write_i64(n.to_i64(), &mut self.out);
-            Ok(())
         } else if unsafe { rb_sys::RB_TYPE_P(obj.as_raw(), ruby_value_type::RUBY_T_BIGNUM) } {
             let s: RString = obj.funcall("to_s", ())?;
             self.out.extend_from_slice(unsafe { s.as_slice() });
