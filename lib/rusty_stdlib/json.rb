@@ -5,7 +5,14 @@ require_relative "activation"
 module RustyStdlib
   # JSON parsing on Rust: RustyStdlib::JSON::Parser replaces JSON::Ext::Parser through
   # the json gem's own seam (`JSON.parser = ...`), so JSON.parse, JSON.parse!, JSON.load,
-  # JSON[...] and JSON::Parser.new(...).parse use it. Generation stays with the gem.
+  # JSON[...] and JSON::Parser.new(...).parse use it.
+  #
+  # JSON generation on Rust: RustyStdlib::JSON::Generator replaces JSON::Ext::Generator
+  # through `JSON.generator = ...` (JSON.generate, fast_generate, pretty_generate, dump,
+  # #to_json, JSON::State) on the json versions spec/json/generator_spec.rb proves;
+  # elsewhere the gem's generator stays and generator_status says why. The gem's
+  # generator stays reachable as RustyStdlib::JSON.stdlib_generator; a #to_json called
+  # with the gem's own State runs the gem's method.
   #
   # Calls with create_additions, object_class, array_class or decimal_class are handed
   # to the gem's parser (see ext/rusty_stdlib/src/json). The gem's parser stays
@@ -13,6 +20,10 @@ module RustyStdlib
   module JSON
     # json gem versions whose parser spec/json proves we match (Ruby 3.1 ships 2.6.1).
     PROVEN_VERSIONS = %w[2.6.1].freeze
+    # json gem versions whose generator spec/json/generator_spec.rb proves we match.
+    GENERATOR_PROVEN_VERSIONS = %w[2.6.1].freeze
+
+    @generator_installed = false
 
     class << self
       def unsupported_reason
@@ -28,8 +39,40 @@ module RustyStdlib
         ::JSON::Ext::Parser
       end
 
+      # Why the generator is left to the gem (nil when ours is proven on this json).
+      def generator_unsupported_reason
+        require "json"
+        return nil if GENERATOR_PROVEN_VERSIONS.include?(::JSON::VERSION)
+
+        "json #{::JSON::VERSION} generator is not proven (proven: #{GENERATOR_PROVEN_VERSIONS.join(', ')})"
+      end
+
+      # :installed, or why the gem's generator was kept (RustyStdlib.status[:json] tells
+      # about the parser, which the generator needs installed first).
+      def generator_status
+        return :installed if @generator_installed
+
+        generator_unsupported_reason || "json is not installed: #{RustyStdlib.status[:json]}"
+      end
+
+      # The gem's C generator, whether or not ours is installed.
+      def stdlib_generator
+        require "json"
+        ::JSON::Ext::Generator
+      end
+
+      # Our generator module tree (native State and to_json, plus the Ruby extras).
+      def generator
+        require_relative "json/generator"
+        Generator
+      end
+
       def install!
         ::JSON.parser = Parser
+        return if generator_unsupported_reason
+
+        ::JSON.generator = generator
+        @generator_installed = true
       end
     end
   end

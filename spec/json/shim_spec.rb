@@ -21,8 +21,23 @@ RSpec.describe "rusty_stdlib/json shim" do
     expect(RustyStdlib::JSON.stdlib_parser).to equal(JSON::Ext::Parser)
   end
 
-  it "leaves the generator to the gem" do
-    expect(JSON.generator).to equal(JSON::Ext::Generator)
+  it "installs the generator exactly where generator_spec.rb proves it, else keeps the gem's" do
+    if RustyStdlib.installed.include?(:json) && RustyStdlib::JSON.generator_unsupported_reason.nil?
+      expect(RustyStdlib::JSON.generator_status).to eq(:installed)
+      expect(JSON.generator).to equal(RustyStdlib::JSON::Generator)
+      expect(JSON::State).to equal(RustyStdlib::JSON::Generator::State)
+      expect(JSON.state).to equal(RustyStdlib::JSON::Generator::State)
+      expect(Hash.ancestors.first(2)).to include(RustyStdlib::JSON::Generator::GeneratorMethods::Hash)
+      expect(String.singleton_class).to include(RustyStdlib::JSON::Generator::GeneratorMethods::String::Extend)
+    else
+      expect(JSON.generator).to equal(JSON::Ext::Generator)
+      expect(JSON::State).to equal(JSON::Ext::Generator::State)
+      expect(RustyStdlib::JSON.generator_status).to match(/json #{Regexp.escape(JSON::VERSION)} generator is not proven|json is not installed/)
+    end
+  end
+
+  it "keeps the gem's generator reachable" do
+    expect(RustyStdlib::JSON.stdlib_generator).to equal(JSON::Ext::Generator)
   end
 
   it "leaves JSON working wherever it is (installed or not)" do

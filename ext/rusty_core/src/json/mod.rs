@@ -16,10 +16,12 @@
 //! Errors carry the C source line number the gem prints (`"859: unexpected token at '…'"`)
 //! and the byte offset where the message's excerpt starts.
 
+mod generate;
 mod number;
 mod parser;
 mod string;
 
+pub use generate::{escape_string, write_f64, write_i64, EscapeError};
 pub use number::{parse_float_fast, parse_int_fast};
 pub use parser::{parse, Options, ParseError, Sink};
 pub use string::{scan_string, unescape, StringScan, UnescapeError};

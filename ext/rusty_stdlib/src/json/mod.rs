@@ -7,6 +7,7 @@
 //! `decimal_class`), or with arguments the gem would reject, are handed whole to the
 //! gem's own parser when the instance is created: before anything else happened.
 
+mod generator;
 mod parser;
 mod sink;
 mod stack;
@@ -25,5 +26,6 @@ pub fn init(ruby: &Ruby, root: RModule) -> Result<(), Error> {
     let stacks = module.define_class("ValueStacks", ruby.class_object())?;
     stacks.undef_default_alloc_func();
     sink::init(ruby);
+    generator::init(ruby, module)?;
     Ok(())
 }

@@ -1,0 +1,806 @@
+//! `RustyStdlib::JSON::Generator`: a drop-in for json 2.6.1's `JSON::Ext::Generator`
+//! (`State` and `GeneratorMethods`), writing into one growing Rust buffer with
+//! `rusty_core::json`'s escaping and number formatting.
+//!
+//! What the gem does and this mirrors: values are dispatched on their exact class
+//! (`CLASS_OF`, so a singleton class or a subclass goes through its `#to_json(state)`);
+//! Hash keys are used as is when of class String, Symbols as their name, others through
+//! `#to_s`; strings in neither UTF-8 nor US-ASCII are converted with
+//! `rb_str_export_to_enc` first; `depth` lives in the State and is left where it was when
+//! an error is raised; empty layout strings given to `configure` still count as "set" for
+//! the closing indentation (the gem keeps a non-NULL empty string), those given to the
+//! writers do not.
+
+use std::cell::{Cell, RefCell};
+
+use magnus::{
+    prelude::*,
+    rb_sys::{protect, AsRawValue, FromRawValue},
+    scan_args::scan_args,
+    typed_data::Obj,
+    value::{Lazy, ReprValue},
+    DataTypeFunctions, Error, ExceptionClass, Fixnum, Float, RArray, RClass, RHash, RModule,
+    RString, Ruby, Symbol, TypedData, Value,
+};
+use rb_sys::{ruby_value_type, VALUE};
+use rusty_core::json as core;
+
+/// The layout strings; `None` is the gem's NULL pointer.
+#[derive(Clone, Debug)]
+struct Config {
+    indent: Option<Vec<u8>>,
+    space: Option<Vec<u8>>,
+    space_before: Option<Vec<u8>>,
+    object_nl: Option<Vec<u8>>,
+    array_nl: Option<Vec<u8>>,
+    allow_nan: bool,
+    ascii_only: bool,
+    escape_slash: bool,
+    max_nesting: i64,
+    buffer_initial_length: i64,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            indent: None,
+            space: None,
+            space_before: None,
+            object_nl: None,
+            array_nl: None,
+            allow_nan: false,
+            ascii_only: false,
+            escape_slash: false,
+            max_nesting: 100,
+            buffer_initial_length: 1024,
+        }
+    }
+}
+
+/// `RustyStdlib::JSON::Generator::State`.
+#[derive(TypedData, Default)]
+#[magnus(class = "RustyStdlib::JSON::Generator::State", free_immediately, size)]
+pub struct State {
+    config: RefCell<Config>,
+    depth: Cell<i64>,
+}
+
+impl DataTypeFunctions for State {}
+
+static STATE_CLASS: Lazy<RClass> = Lazy::new(|ruby| {
+    let root: RModule = ruby.class_object().const_get("RustyStdlib").unwrap();
+    let json: RModule = root.const_get("JSON").unwrap();
+    let generator: RModule = json.const_get("Generator").unwrap();
+    generator.const_get("State").unwrap()
+});
+
+fn json_error(ruby: &Ruby, name: &str) -> Result<ExceptionClass, Error> {
+    let json: RModule = ruby.class_object().const_get("JSON")?;
+    json.const_get(name)
+}
+
+/// `Check_Type(v, t)`: raises the gem's TypeError ("wrong argument type X (expected Y)").
+fn check_type(v: Value, t: ruby_value_type) -> Result<(), Error> {
+    let raw = v.as_raw();
+    if unsafe { rb_sys::RB_TYPE_P(raw, t) } {
+        return Ok(());
+    }
+    protect(|| {
+        unsafe { rb_sys::rb_check_type(raw, t as i32) };
+        rb_sys::Qnil as VALUE
+    })?;
+    Ok(())
+}
+
+fn layout_bytes(v: Value) -> Result<Vec<u8>, Error> {
+    check_type(v, ruby_value_type::RUBY_T_STRING)?;
+    let s = RString::from_value(v).expect("checked");
+    Ok(unsafe { s.as_slice() }.to_vec())
+}
+
+fn fixnum(v: Value) -> Result<i64, Error> {
+    check_type(v, ruby_value_type::RUBY_T_FIXNUM)?;
+    Ok(Fixnum::from_value(v).expect("checked").to_i64())
+}
+
+fn binary(ruby: &Ruby, bytes: &Option<Vec<u8>>) -> RString {
+    ruby.str_from_slice(bytes.as_deref().unwrap_or(b""))
+}
+
+fn get_state(v: Value) -> Result<&'static State, Error> {
+    // The State object is on the caller's stack for as long as the reference is used.
+    let obj = Obj::<State>::try_convert(v)?;
+    let ptr: *const State = &*obj;
+    Ok(unsafe { &*ptr })
+}
+
+impl State {
+    fn initialize(ruby: &Ruby, rb_self: Value, args: &[Value]) -> Result<Value, Error> {
+        let args = scan_args::<(), (Option<Value>,), (), (), (), ()>(args)?;
+        let state = get_state(rb_self)?;
+        *state.config.borrow_mut() = Config::default();
+        if let (Some(opts),) = args.optional {
+            if !opts.is_nil() {
+                Self::configure(ruby, rb_self, opts)?;
+            }
+        }
+        Ok(rb_self)
+    }
+
+    fn initialize_copy(rb_self: Value, orig: Value) -> Result<Value, Error> {
+        if rb_self.as_raw() == orig.as_raw() {
+            return Ok(rb_self);
+        }
+        let (dst, src) = (get_state(rb_self)?, get_state(orig)?);
+        let mut cfg = src.config.borrow().clone();
+        // The gem copies the layout strings by their length: an empty one becomes NULL.
+        for slot in [
+            &mut cfg.indent,
+            &mut cfg.space,
+            &mut cfg.space_before,
+            &mut cfg.object_nl,
+            &mut cfg.array_nl,
+        ] {
+            if slot.as_ref().is_some_and(|s| s.is_empty()) {
+                *slot = None;
+            }
+        }
+        *dst.config.borrow_mut() = cfg;
+        dst.depth.set(src.depth.get());
+        Ok(rb_self)
+    }
+
+    fn configure(ruby: &Ruby, rb_self: Value, opts: Value) -> Result<Value, Error> {
+        let state = get_state(rb_self)?;
+        let raw = opts.as_raw();
+        let hash = protect(|| unsafe {
+            let tmp = rb_sys::rb_check_convert_type(
+                raw,
+                ruby_value_type::RUBY_T_HASH as i32,
+                c"Hash".as_ptr(),
+                c"to_hash".as_ptr(),
+            );
+            if tmp == rb_sys::Qnil as VALUE {
+                rb_sys::rb_convert_type(
+                    raw,
+                    ruby_value_type::RUBY_T_HASH as i32,
+                    c"Hash".as_ptr(),
+                    c"to_h".as_ptr(),
+                )
+            } else {
+                tmp
+            }
+        })?;
+        let hash = RHash::from_value(unsafe { Value::from_raw(hash) }).expect("a Hash");
+        let aref = |name: &str| -> Result<Value, Error> { hash.aref(ruby.to_symbol(name)) };
+        let given = |name: &str| -> Result<bool, Error> {
+            hash.funcall::<_, _, Value>("key?", (ruby.to_symbol(name),))
+                .map(|v| v.to_bool())
+        };
+        let mut cfg = state.config.borrow().clone();
+        for (name, slot) in [
+            ("indent", 0),
+            ("space", 1),
+            ("space_before", 2),
+            ("array_nl", 3),
+            ("object_nl", 4),
+        ] {
+            let v = aref(name)?;
+            if v.to_bool() {
+                let bytes = Some(layout_bytes(v)?);
+                match slot {
+                    0 => cfg.indent = bytes,
+                    1 => cfg.space = bytes,
+                    2 => cfg.space_before = bytes,
+                    3 => cfg.array_nl = bytes,
+                    _ => cfg.object_nl = bytes,
+                }
+            }
+        }
+        cfg.max_nesting = 100;
+        if given("max_nesting")? {
+            let v = aref("max_nesting")?;
+            cfg.max_nesting = if v.to_bool() { fixnum(v)? } else { 0 };
+        }
+        let mut depth = 0;
+        if given("depth")? {
+            let v = aref("depth")?;
+            depth = if v.to_bool() { fixnum(v)? } else { 0 };
+        }
+        if given("buffer_initial_length")? {
+            let v = aref("buffer_initial_length")?;
+            if v.to_bool() {
+                let n = fixnum(v)?;
+                if n > 0 {
+                    cfg.buffer_initial_length = n;
+                }
+            }
+        }
+        cfg.allow_nan = aref("allow_nan")?.to_bool();
+        cfg.ascii_only = aref("ascii_only")?.to_bool();
+        cfg.escape_slash = aref("escape_slash")?.to_bool();
+        *state.config.borrow_mut() = cfg;
+        state.depth.set(depth);
+        Ok(rb_self)
+    }
+
+    fn to_h(ruby: &Ruby, rb_self: Value) -> Result<RHash, Error> {
+        let state = get_state(rb_self)?;
+        let result = ruby.hash_new();
+        let ivars: RArray = rb_self.funcall("instance_variables", ())?;
+        for i in 0..ivars.len() {
+            let ivar: Value = ivars.entry(i as isize)?;
+            let name: RString = ivar.funcall("to_s", ())?;
+            let value: Value = rb_self.funcall("instance_variable_get", (ivar,))?;
+            let key: RString = name.funcall("byteslice", (1, name.len().saturating_sub(1)))?;
+            let key: Value = key.funcall("to_sym", ())?;
+            result.aset(key, value)?;
+        }
+        let cfg = state.config.borrow().clone();
+        result.aset(ruby.to_symbol("indent"), binary(ruby, &cfg.indent))?;
+        result.aset(ruby.to_symbol("space"), binary(ruby, &cfg.space))?;
+        result.aset(
+            ruby.to_symbol("space_before"),
+            binary(ruby, &cfg.space_before),
+        )?;
+        result.aset(ruby.to_symbol("object_nl"), binary(ruby, &cfg.object_nl))?;
+        result.aset(ruby.to_symbol("array_nl"), binary(ruby, &cfg.array_nl))?;
+        result.aset(ruby.to_symbol("allow_nan"), cfg.allow_nan)?;
+        result.aset(ruby.to_symbol("ascii_only"), cfg.ascii_only)?;
+        result.aset(ruby.to_symbol("max_nesting"), cfg.max_nesting)?;
+        result.aset(ruby.to_symbol("escape_slash"), cfg.escape_slash)?;
+        result.aset(ruby.to_symbol("depth"), state.depth.get())?;
+        result.aset(
+            ruby.to_symbol("buffer_initial_length"),
+            cfg.buffer_initial_length,
+        )?;
+        Ok(result)
+    }
+
+    fn aref(ruby: &Ruby, rb_self: Value, name: Value) -> Result<Value, Error> {
+        let name: RString = name.funcall("to_s", ())?;
+        let responds: Value = rb_self.funcall("respond_to?", (name,))?;
+        if responds.to_bool() {
+            return rb_self.funcall("send", (name,));
+        }
+        let ivar = ruby.str_new("@");
+        ivar.buf_append(name)?;
+        let raw = protect(|| unsafe {
+            let id = rb_sys::rb_intern_str(ivar.as_raw());
+            rb_sys::rb_ivar_get(rb_self.as_raw(), id)
+        })?;
+        Ok(unsafe { Value::from_raw(raw) })
+    }
+
+    fn aset(ruby: &Ruby, rb_self: Value, name: Value, value: Value) -> Result<Value, Error> {
+        let name: RString = name.funcall("to_s", ())?;
+        let writer = RString::from_value(name.funcall("dup", ())?).expect("a String");
+        writer.cat("=");
+        let responds: Value = rb_self.funcall("respond_to?", (writer,))?;
+        if responds.to_bool() {
+            return rb_self.funcall("send", (writer, value));
+        }
+        let ivar = ruby.str_new("@");
+        ivar.buf_append(name)?;
+        protect(|| unsafe {
+            let id = rb_sys::rb_intern_str(ivar.as_raw());
+            rb_sys::rb_ivar_set(rb_self.as_raw(), id, value.as_raw())
+        })?;
+        Ok(ruby.qnil().as_value())
+    }
+
+    fn from_state(ruby: &Ruby, rb_self: RClass, opts: Value) -> Result<Value, Error> {
+        if opts.is_kind_of(rb_self) {
+            Ok(opts)
+        } else if opts.is_kind_of(ruby.class_hash()) {
+            rb_self.funcall("new", (opts,))
+        } else {
+            ruby.get_inner(&STATE_CLASS).new_instance(())
+        }
+    }
+
+    fn generate(ruby: &Ruby, rb_self: Value, obj: Value) -> Result<RString, Error> {
+        partial_generate(ruby, rb_self, obj)
+    }
+}
+
+macro_rules! layout_accessors {
+    ($($get:ident $set:ident),*) => {
+        impl State {
+            $(
+                fn $get(ruby: &Ruby, rb_self: Value) -> Result<RString, Error> {
+                    Ok(binary(ruby, &get_state(rb_self)?.config.borrow().$get))
+                }
+
+                fn $set(ruby: &Ruby, rb_self: Value, v: Value) -> Result<Value, Error> {
+                    let bytes = layout_bytes(v)?;
+                    get_state(rb_self)?.config.borrow_mut().$get =
+                        if bytes.is_empty() { None } else { Some(bytes) };
+                    Ok(ruby.qnil().as_value())
+                }
+            )*
+        }
+    };
+}
+
+layout_accessors!(indent set_indent, space set_space, space_before set_space_before,
+    object_nl set_object_nl, array_nl set_array_nl);
+
+impl State {
+    fn max_nesting(rb_self: Value) -> Result<i64, Error> {
+        Ok(get_state(rb_self)?.config.borrow().max_nesting)
+    }
+    fn set_max_nesting(rb_self: Value, v: Value) -> Result<i64, Error> {
+        let n = fixnum(v)?;
+        get_state(rb_self)?.config.borrow_mut().max_nesting = n;
+        Ok(n)
+    }
+    fn check_circular(rb_self: Value) -> Result<bool, Error> {
+        Ok(get_state(rb_self)?.config.borrow().max_nesting != 0)
+    }
+    fn allow_nan(rb_self: Value) -> Result<bool, Error> {
+        Ok(get_state(rb_self)?.config.borrow().allow_nan)
+    }
+    fn ascii_only(rb_self: Value) -> Result<bool, Error> {
+        Ok(get_state(rb_self)?.config.borrow().ascii_only)
+    }
+    fn escape_slash(rb_self: Value) -> Result<bool, Error> {
+        Ok(get_state(rb_self)?.config.borrow().escape_slash)
+    }
+    fn set_escape_slash(ruby: &Ruby, rb_self: Value, v: Value) -> Result<Value, Error> {
+        get_state(rb_self)?.config.borrow_mut().escape_slash = v.to_bool();
+        Ok(ruby.qnil().as_value())
+    }
+    fn depth(rb_self: Value) -> Result<i64, Error> {
+        Ok(get_state(rb_self)?.depth.get())
+    }
+    fn set_depth(ruby: &Ruby, rb_self: Value, v: Value) -> Result<Value, Error> {
+        let n = fixnum(v)?;
+        get_state(rb_self)?.depth.set(n);
+        Ok(ruby.qnil().as_value())
+    }
+    fn buffer_initial_length(rb_self: Value) -> Result<i64, Error> {
+        Ok(get_state(rb_self)?.config.borrow().buffer_initial_length)
+    }
+    fn set_buffer_initial_length(ruby: &Ruby, rb_self: Value, v: Value) -> Result<Value, Error> {
+        let n = fixnum(v)?;
+        if n > 0 {
+            get_state(rb_self)?
+                .config
+                .borrow_mut()
+                .buffer_initial_length = n;
+        }
+        Ok(ruby.qnil().as_value())
+    }
+}
+
+/// One generation: the state's layout, copied once, and the output buffer.
+struct Gen<'s> {
+    state_value: Value,
+    state: &'s State,
+    cfg: Config,
+    object_delim2: Vec<u8>,
+    array_delim: Vec<u8>,
+    out: Vec<u8>,
+    utf8: i32,
+    usascii: i32,
+    /// Whether `Float#to_s` was redefined: the gem calls it for every Float, we write the
+    /// same text ourselves unless someone changed what it says.
+    float_to_s_redefined: bool,
+}
+
+impl<'s> Gen<'s> {
+    /// `cState_prepare_buffer`.
+    fn new(state_value: Value) -> Result<Gen<'s>, Error> {
+        let state = get_state(state_value)?;
+        let cfg = state.config.borrow().clone();
+        let mut object_delim2 = cfg.space_before.clone().unwrap_or_default();
+        object_delim2.push(b':');
+        object_delim2.extend_from_slice(cfg.space.as_deref().unwrap_or(b""));
+        let mut array_delim = vec![b','];
+        array_delim.extend_from_slice(cfg.array_nl.as_deref().unwrap_or(b""));
+        let capacity = cfg.buffer_initial_length.clamp(1, 1 << 20) as usize;
+        Ok(Gen {
+            state_value,
+            state,
+            cfg,
+            object_delim2,
+            array_delim,
+            out: Vec::with_capacity(capacity),
+            utf8: unsafe { rb_sys::rb_utf8_encindex() },
+            usascii: unsafe { rb_sys::rb_usascii_encindex() },
+            float_to_s_redefined: unsafe {
+                let to_s = rb_sys::rb_intern(c"to_s".as_ptr());
+                rb_sys::rb_method_basic_definition_p(rb_sys::rb_cFloat, to_s) == 0
+            },
+        })
+    }
+
+    /// `fbuffer_to_s`: a UTF-8 String of the output.
+    fn finish(self, ruby: &Ruby) -> RString {
+        let result = ruby.str_from_slice(&self.out);
+        unsafe { rb_sys::rb_enc_associate_index(result.as_raw(), self.utf8) };
+        result
+    }
+}
+
+fn partial_generate(ruby: &Ruby, state_value: Value, obj: Value) -> Result<RString, Error> {
+    let mut gen = Gen::new(state_value)?;
+    gen.value(ruby, obj)?;
+    Ok(gen.finish(ruby))
+}
+
+fn push_indent(out: &mut Vec<u8>, indent: &Option<Vec<u8>>, depth: i64) {
+    if let Some(indent) = indent {
+        for _ in 0..depth {
+            out.extend_from_slice(indent);
+        }
+    }
+}
+
+impl Gen<'_> {
+    fn value(&mut self, ruby: &Ruby, obj: Value) -> Result<(), Error> {
+        // Immediates first (their classes are fixed, so the order of the gem's tests does
+        // not matter), then heap objects by exact class.
+        let raw = obj.as_raw();
+        if raw == rb_sys::Qnil as VALUE {
+            self.out.extend_from_slice(b"null");
+            return Ok(());
+        } else if raw == rb_sys::Qfalse as VALUE {
+            self.out.extend_from_slice(b"false");
+            return Ok(());
+        } else if raw == rb_sys::Qtrue as VALUE {
+            self.out.extend_from_slice(b"true");
+            return Ok(());
+        } else if let Some(n) = Fixnum::from_value(obj) {
+            core::write_i64(n.to_i64(), &mut self.out);
+            return Ok(());
+        }
+        let klass = obj.class().as_raw();
+        if klass == ruby.class_hash().as_raw() {
+            self.object(ruby, RHash::from_value(obj).expect("a Hash"))
+        } else if klass == ruby.class_array().as_raw() {
+            self.array(ruby, RArray::from_value(obj).expect("an Array"))
+        } else if klass == ruby.class_string().as_raw() {
+            self.string(ruby, RString::from_value(obj).expect("a String"))
+        } else if unsafe { rb_sys::RB_TYPE_P(obj.as_raw(), ruby_value_type::RUBY_T_BIGNUM) } {
+            let s: RString = obj.funcall("to_s", ())?;
+            self.out.extend_from_slice(unsafe { s.as_slice() });
+            Ok(())
+        } else if klass == ruby.class_float().as_raw() {
+            self.float(ruby, obj)
+        } else if obj.respond_to("to_json", false)? {
+            let s: Value = obj.funcall("to_json", (self.state_value,))?;
+            check_type(s, ruby_value_type::RUBY_T_STRING)?;
+            let s = RString::from_value(s).expect("checked");
+            self.out.extend_from_slice(unsafe { s.as_slice() });
+            Ok(())
+        } else {
+            let s: Value = obj.funcall("to_s", ())?;
+            check_type(s, ruby_value_type::RUBY_T_STRING)?;
+            self.string(ruby, RString::from_value(s).expect("checked"))
+        }
+    }
+
+    fn float(&mut self, ruby: &Ruby, obj: Value) -> Result<(), Error> {
+        let f = Float::from_value(obj).expect("a Float").to_f64();
+        let redefined: Option<RString> = if self.float_to_s_redefined {
+            Some(obj.funcall("to_s", ())?)
+        } else {
+            None
+        };
+        if !f.is_finite() && !self.cfg.allow_nan {
+            let line = if f.is_infinite() { 1000 } else { 1003 };
+            let mut text = Vec::new();
+            match redefined {
+                Some(s) => text.extend_from_slice(unsafe { s.as_slice() }),
+                None => core::write_f64(f, &mut text),
+            }
+            let message = format!(
+                "{}: {} not allowed in JSON",
+                line,
+                String::from_utf8_lossy(&text)
+            );
+            return Err(Error::new(json_error(ruby, "GeneratorError")?, message));
+        }
+        match redefined {
+            Some(s) => self.out.extend_from_slice(unsafe { s.as_slice() }),
+            None => core::write_f64(f, &mut self.out),
+        }
+        Ok(())
+    }
+
+    fn string(&mut self, ruby: &Ruby, s: RString) -> Result<(), Error> {
+        let mut s = s;
+        let index = unsafe { rb_sys::rb_enc_get_index(s.as_raw()) };
+        if index != self.utf8 && index != self.usascii {
+            let raw = s.as_raw();
+            let converted = protect(|| unsafe {
+                rb_sys::rb_str_export_to_enc(raw, rb_sys::rb_utf8_encoding())
+            })?;
+            s = RString::from_value(unsafe { Value::from_raw(converted) }).expect("a String");
+        }
+        self.out.push(b'"');
+        let bytes = unsafe { s.as_slice() };
+        if let Err(e) = core::escape_string(
+            bytes,
+            self.cfg.ascii_only,
+            self.cfg.escape_slash,
+            &mut self.out,
+        ) {
+            return Err(Error::new(json_error(ruby, "GeneratorError")?, e.message()));
+        }
+        self.out.push(b'"');
+        Ok(())
+    }
+
+    /// `++depth` with the gem's nesting check (and a machine-stack check for
+    /// `max_nesting: false`, where the gem would overflow into SystemStackError).
+    fn enter(&mut self, ruby: &Ruby) -> Result<i64, Error> {
+        let depth = self.state.depth.get() + 1;
+        self.state.depth.set(depth);
+        let max = self.cfg.max_nesting;
+        if max != 0 && depth > max {
+            self.state.depth.set(depth - 1);
+            return Err(Error::new(
+                json_error(ruby, "NestingError")?,
+                format!("nesting of {} is too deep", depth - 1),
+            ));
+        }
+        if depth > 256 && unsafe { rb_sys::ruby_stack_check() } != 0 {
+            let class = unsafe { Value::from_raw(rb_sys::rb_eSysStackError) };
+            let class = ExceptionClass::from_value(class).expect("an exception class");
+            return Err(Error::new(class, "stack level too deep"));
+        }
+        Ok(depth)
+    }
+
+    fn object(&mut self, ruby: &Ruby, hash: RHash) -> Result<(), Error> {
+        let depth = self.enter(ruby)?;
+        self.out.push(b'{');
+        let mut first = true;
+        let string_class = ruby.class_string().as_raw();
+        hash.foreach(|key: Value, value: Value| {
+            if !first {
+                self.out.push(b',');
+            }
+            first = false;
+            if let Some(nl) = &self.cfg.object_nl {
+                self.out.extend_from_slice(nl);
+            }
+            push_indent(&mut self.out, &self.cfg.indent, depth);
+            if key.class().as_raw() == string_class {
+                self.string(ruby, RString::from_value(key).expect("a String"))?;
+            } else if let Some(sym) = Symbol::from_value(key) {
+                let name = unsafe { rb_sys::rb_sym2str(sym.as_raw()) };
+                let name = RString::from_value(unsafe { Value::from_raw(name) }).expect("a String");
+                self.string(ruby, name)?;
+            } else {
+                let s: Value = key.funcall("to_s", ())?;
+                check_type(s, ruby_value_type::RUBY_T_STRING)?;
+                self.value(ruby, s)?;
+            }
+            self.out.extend_from_slice(&self.object_delim2);
+            self.value(ruby, value)?;
+            Ok(magnus::r_hash::ForEach::Continue)
+        })?;
+        let depth = self.state.depth.get() - 1;
+        self.state.depth.set(depth);
+        if let Some(nl) = &self.cfg.object_nl {
+            self.out.extend_from_slice(nl);
+            push_indent(&mut self.out, &self.cfg.indent, depth);
+        }
+        self.out.push(b'}');
+        Ok(())
+    }
+
+    fn array(&mut self, ruby: &Ruby, ary: RArray) -> Result<(), Error> {
+        let depth = self.enter(ruby)?;
+        self.out.push(b'[');
+        if let Some(nl) = &self.cfg.array_nl {
+            self.out.extend_from_slice(nl);
+        }
+        let mut i = 0;
+        while i < ary.len() {
+            if i > 0 {
+                self.out.extend_from_slice(&self.array_delim);
+            }
+            push_indent(&mut self.out, &self.cfg.indent, depth);
+            let v: Value = ary.entry(i as isize)?;
+            self.value(ruby, v)?;
+            i += 1;
+        }
+        let depth = depth - 1;
+        self.state.depth.set(depth);
+        if let Some(nl) = &self.cfg.array_nl {
+            self.out.extend_from_slice(nl);
+            push_indent(&mut self.out, &self.cfg.indent, depth);
+        }
+        self.out.push(b']');
+        Ok(())
+    }
+}
+
+/// Which `generate_json_*` a `GeneratorMethods` module's `to_json` runs on `self`.
+#[derive(Clone, Copy)]
+enum Kind {
+    Object,
+    Array,
+    Integer,
+    Float,
+    String,
+    Literal,
+}
+
+impl Gen<'_> {
+    fn typed(&mut self, ruby: &Ruby, kind: Kind, obj: Value) -> Result<(), Error> {
+        match kind {
+            Kind::Object => self.object(ruby, RHash::from_value(obj).expect("a Hash")),
+            Kind::Array => self.array(ruby, RArray::from_value(obj).expect("an Array")),
+            Kind::String => self.string(ruby, RString::from_value(obj).expect("a String")),
+            Kind::Float => self.float(ruby, obj),
+            Kind::Integer | Kind::Literal => self.value(ruby, obj),
+        }
+    }
+}
+
+/// When `to_json` is called with a state of the gem's own generator (the gem's generator
+/// calling `#to_json(state)` on a value, which resolves to ours once ours is included), the
+/// gem's method for `module` runs the whole call, so the gem's generation stays the gem's.
+fn gem_to_json(
+    ruby: &Ruby,
+    module: &str,
+    rb_self: Value,
+    args: &[Value],
+) -> Result<Option<Value>, Error> {
+    let [state] = args else { return Ok(None) };
+    let json: RModule = ruby.class_object().const_get("JSON")?;
+    let Ok(ext) = json.const_get::<_, RModule>("Ext") else {
+        return Ok(None);
+    };
+    let Ok(generator) = ext.const_get::<_, RModule>("Generator") else {
+        return Ok(None);
+    };
+    let gem_state: RClass = generator.const_get("State")?;
+    if !state.is_kind_of(gem_state) {
+        return Ok(None);
+    }
+    let methods: RModule = generator.const_get("GeneratorMethods")?;
+    let module: RModule = methods.const_get(module)?;
+    let method: Value = module.funcall("instance_method", (ruby.to_symbol("to_json"),))?;
+    method.funcall("bind_call", (rb_self, *state)).map(Some)
+}
+
+/// `GENERATE_JSON(type)`: `to_json(state = nil)` on `self` with `State.from_state(state)`.
+fn typed_to_json(ruby: &Ruby, kind: Kind, rb_self: Value, args: &[Value]) -> Result<Value, Error> {
+    let module = match kind {
+        Kind::Object => "Hash",
+        Kind::Array => "Array",
+        Kind::Integer => "Integer",
+        Kind::Float => "Float",
+        Kind::String => "String",
+        Kind::Literal => match rb_self.as_raw() {
+            v if v == rb_sys::Qtrue as VALUE => "TrueClass",
+            v if v == rb_sys::Qfalse as VALUE => "FalseClass",
+            _ => "NilClass",
+        },
+    };
+    if let Some(result) = gem_to_json(ruby, module, rb_self, args)? {
+        return Ok(result);
+    }
+    let args = scan_args::<(), (Option<Value>,), (), (), (), ()>(args)?;
+    let opts = args.optional.0.unwrap_or_else(|| ruby.qnil().as_value());
+    let class = ruby.get_inner(&STATE_CLASS);
+    let state = State::from_state(ruby, class, opts)?;
+    let mut gen = Gen::new(state)?;
+    gen.typed(ruby, kind, rb_self)?;
+    Ok(gen.finish(ruby).as_value())
+}
+
+macro_rules! typed_to_json {
+    ($($name:ident $kind:ident),*) => {
+        $(
+            fn $name(ruby: &Ruby, rb_self: Value, args: &[Value]) -> Result<Value, Error> {
+                typed_to_json(ruby, Kind::$kind, rb_self, args)
+            }
+        )*
+    };
+}
+
+typed_to_json!(hash_to_json Object, array_to_json Array, integer_to_json Integer,
+    float_to_json Float, string_to_json String, literal_to_json Literal);
+
+fn object_to_json(ruby: &Ruby, rb_self: Value, args: &[Value]) -> Result<Value, Error> {
+    if let Some(result) = gem_to_json(ruby, "Object", rb_self, args)? {
+        return Ok(result);
+    }
+    let string: Value = rb_self.funcall("to_s", ())?;
+    let args = scan_args::<(), (Option<Value>,), (), (), (), ()>(args)?;
+    check_type(string, ruby_value_type::RUBY_T_STRING)?;
+    let opts = args.optional.0.unwrap_or_else(|| ruby.qnil().as_value());
+    let class = ruby.get_inner(&STATE_CLASS);
+    let state = State::from_state(ruby, class, opts)?;
+    partial_generate(ruby, state, string).map(|s| s.as_value())
+}
+
+pub fn init(ruby: &Ruby, json: RModule) -> Result<(), Error> {
+    use magnus::method;
+    let generator = json.define_module("Generator")?;
+    let state = generator.define_class("State", ruby.class_object())?;
+    state.define_alloc_func::<State>();
+    state.define_singleton_method("from_state", method!(State::from_state, 1))?;
+    state.define_method("initialize", method!(State::initialize, -1))?;
+    state.define_method("initialize_copy", method!(State::initialize_copy, 1))?;
+    state.define_method("indent", method!(State::indent, 0))?;
+    state.define_method("indent=", method!(State::set_indent, 1))?;
+    state.define_method("space", method!(State::space, 0))?;
+    state.define_method("space=", method!(State::set_space, 1))?;
+    state.define_method("space_before", method!(State::space_before, 0))?;
+    state.define_method("space_before=", method!(State::set_space_before, 1))?;
+    state.define_method("object_nl", method!(State::object_nl, 0))?;
+    state.define_method("object_nl=", method!(State::set_object_nl, 1))?;
+    state.define_method("array_nl", method!(State::array_nl, 0))?;
+    state.define_method("array_nl=", method!(State::set_array_nl, 1))?;
+    state.define_method("max_nesting", method!(State::max_nesting, 0))?;
+    state.define_method("max_nesting=", method!(State::set_max_nesting, 1))?;
+    state.define_method("escape_slash", method!(State::escape_slash, 0))?;
+    state.define_method("escape_slash?", method!(State::escape_slash, 0))?;
+    state.define_method("escape_slash=", method!(State::set_escape_slash, 1))?;
+    state.define_method("check_circular?", method!(State::check_circular, 0))?;
+    state.define_method("allow_nan?", method!(State::allow_nan, 0))?;
+    state.define_method("ascii_only?", method!(State::ascii_only, 0))?;
+    state.define_method("depth", method!(State::depth, 0))?;
+    state.define_method("depth=", method!(State::set_depth, 1))?;
+    state.define_method(
+        "buffer_initial_length",
+        method!(State::buffer_initial_length, 0),
+    )?;
+    state.define_method(
+        "buffer_initial_length=",
+        method!(State::set_buffer_initial_length, 1),
+    )?;
+    state.define_method("configure", method!(State::configure, 1))?;
+    state.define_alias("merge", "configure")?;
+    state.define_method("to_h", method!(State::to_h, 0))?;
+    state.define_alias("to_hash", "to_h")?;
+    state.define_method("[]", method!(State::aref, 1))?;
+    state.define_method("[]=", method!(State::aset, 2))?;
+    state.define_method("generate", method!(State::generate, 1))?;
+
+    let methods = generator.define_module("GeneratorMethods")?;
+    let object = methods.define_module("Object")?;
+    object.define_method("to_json", method!(object_to_json, -1))?;
+    for name in [
+        "Hash",
+        "Array",
+        "Integer",
+        "Float",
+        "String",
+        "TrueClass",
+        "FalseClass",
+        "NilClass",
+    ] {
+        methods.define_module(name)?;
+    }
+    methods
+        .const_get::<_, RModule>("Hash")?
+        .define_method("to_json", method!(hash_to_json, -1))?;
+    methods
+        .const_get::<_, RModule>("Array")?
+        .define_method("to_json", method!(array_to_json, -1))?;
+    methods
+        .const_get::<_, RModule>("Integer")?
+        .define_method("to_json", method!(integer_to_json, -1))?;
+    methods
+        .const_get::<_, RModule>("Float")?
+        .define_method("to_json", method!(float_to_json, -1))?;
+    methods
+        .const_get::<_, RModule>("String")?
+        .define_method("to_json", method!(string_to_json, -1))?;
+    for name in ["TrueClass", "FalseClass", "NilClass"] {
+        methods
+            .const_get::<_, RModule>(name)?
+            .define_method("to_json", method!(literal_to_json, -1))?;
+    }
+    Ok(())
+}

@@ -1,0 +1,70 @@
+# frozen_string_literal: true
+
+require_relative "json_helper"
+
+# Helpers for the generator parity specs: run the same generation with json's C
+# generator installed (JSON.generator = JSON::Ext::Generator) and with ours, and compare
+# the outcome (string bytes, encoding, frozenness, or exception class and message).
+module JSONGenParity
+  STDLIB = RustyStdlib::JSON.stdlib_generator
+  OURS = RustyStdlib::JSON.generator
+
+  def self.proven?
+    RustyStdlib::JSON.generator_unsupported_reason.nil?
+  end
+
+  def self.unproven_message
+    "#{RustyStdlib::JSON.generator_unsupported_reason}: ours stays uninstalled (see shim_spec.rb)"
+  end
+
+  # Runs the block with `generator` installed through the gem's seam, then puts back
+  # whichever generator was there.
+  def self.with_generator(generator)
+    saved = JSON.generator
+    JSONParity.quietly { JSON.generator = generator } unless saved.equal?(generator)
+    yield
+  ensure
+    JSONParity.quietly { JSON.generator = saved } unless saved.equal?(JSON.generator)
+  end
+
+  # `generator`'s own #to_json for `object` (GeneratorMethods::<name>), whatever the
+  # object's ancestors say.
+  def self.to_json(generator, object, name, *args)
+    generator::GeneratorMethods.const_get(name).instance_method(:to_json).bind_call(object, *args)
+  end
+
+  # Asserts the same outcome for the block run under each generator (only our run
+  # itself under GC stress, not the switching of generators).
+  def expect_gen_parity(&block)
+    expected = JSONGenParity.with_generator(STDLIB) { outcome_of { block.call(STDLIB) } }
+    actual = JSONGenParity.with_generator(OURS) { outcome_of(stress: Parity::GC_STRESS) { block.call(OURS) } }
+    expect(actual).to eq(expected)
+    expected
+  end
+
+  # Every public way of generating `value` with `opts`, compared one by one.
+  ENTRY_POINTS = {
+    generate: ->(_g, v, o) { JSON.generate(v, o) },
+    fast_generate: ->(_g, v, o) { JSON.fast_generate(v, o) },
+    pretty_generate: ->(_g, v, o) { JSON.pretty_generate(v, o) },
+    state_generate: ->(_g, v, o) { JSON::State.new(o).generate(v) },
+    generate_with_state: ->(_g, v, o) { JSON.generate(v, JSON::State.new(o)) },
+    brackets: ->(_g, v, o) { JSON[v, o] },
+    to_json_state: lambda { |g, v, o|
+      name = { Hash => :Hash, Array => :Array, String => :String, Integer => :Integer, Float => :Float,
+               TrueClass => :TrueClass, FalseClass => :FalseClass, NilClass => :NilClass }
+               .fetch(v.class, :Object)
+      JSONGenParity.to_json(g, v, name, g::State.new(o))
+    }
+  }.freeze
+
+  # Under GC stress, three entry points stand for the others (they share one path).
+  STRESS_ENTRY_POINTS = %i[generate state_generate to_json_state].freeze
+
+  def expect_all_entry_points(value, opts = {})
+    entries = Parity::GC_STRESS ? ENTRY_POINTS.slice(*STRESS_ENTRY_POINTS) : ENTRY_POINTS
+    entries.each_value do |entry|
+      expect_gen_parity { |g| entry.call(g, value, opts) }
+    end
+  end
+end

@@ -1,0 +1,375 @@
+# frozen_string_literal: true
+
+require_relative "generator_helper"
+
+# Custom objects the generator meets. Defined once so both generators see the same ones.
+module GenSpecTypes
+  class WithToS
+    def to_s
+      "with to_s \u00e9"
+    end
+  end
+
+  class WithToJson
+    def initialize(payload)
+      @payload = payload
+    end
+
+    def to_json(*args)
+      { "custom" => @payload, "args" => args.size }.to_json(*args)
+    end
+  end
+
+  class StateReader
+    def to_json(state = nil, *)
+      "[#{state.class.name.to_s.include?('State') ? state.depth : -1}]"
+    end
+  end
+
+  class BadToJson
+    def to_json(*)
+      42
+    end
+  end
+
+  class BadToS
+    def to_s
+      :sym
+    end
+  end
+
+  class NoToJson < BasicObject
+    def respond_to?(*)
+      false
+    end
+
+    def to_s
+      "basic"
+    end
+  end
+
+  class SubHash < Hash; end
+  class SubArray < Array; end
+  class SubString < String; end
+
+  class ToJsonString < String
+    def to_json(*)
+      '"overridden"'
+    end
+  end
+
+  class ToSString < String
+    def to_s
+      "from to_s"
+    end
+  end
+
+  class Key
+    def to_s
+      "key!"
+    end
+  end
+end
+
+RSpec.describe "RustyStdlib::JSON::Generator" do
+  include Parity
+  include JSONGenParity
+
+  before { skip JSONGenParity.unproven_message unless JSONGenParity.proven? }
+
+  T = GenSpecTypes
+
+  OPTION_SETS = [
+    {}, { indent: "  " }, { indent: "\t" }, { space: " " }, { space_before: " " },
+    { object_nl: "\n" }, { array_nl: "\n" }, { object_nl: "" }, { array_nl: "" }, { indent: "" },
+    { allow_nan: true }, { ascii_only: true }, { escape_slash: true }, { max_nesting: 2 },
+    { max_nesting: false }, { max_nesting: 0 }, { depth: 2 }, { depth: 2, indent: "  ", object_nl: "\n" },
+    { buffer_initial_length: 1 }, { buffer_initial_length: 0 },
+    { indent: "  ", object_nl: "" }, { indent: "  ", array_nl: "" },
+    { indent: "  ", space: " ", object_nl: "\n", array_nl: "\n" },
+    { indent: "\t", space: "  ", space_before: " ", object_nl: "\r\n", array_nl: "\n", ascii_only: true,
+      escape_slash: true, allow_nan: true, max_nesting: 10 },
+    { indent: nil, space: false, allow_nan: nil, ascii_only: 1, escape_slash: "yes" },
+    { "indent" => "x", "space" => "y" }
+  ].freeze
+
+  NESTED = {
+    "a" => [1, -2, 3.25, "x", nil, true, false, [], {}, [[]], [{}]],
+    "b" => { "c" => { "d" => [1, { "e" => "f" }] }, "" => "" },
+    "é" => ["\u{1f600}", "/\\\"", "\u0000\u001f\u007f\u2028"]
+  }.freeze
+
+  VALUES = [
+    nil, true, false, 0, 1, -1, 2**62 - 1, -2**62, 2**62, 2**64, -2**70, 1.0, -0.0, 0.1, 1.5e300, 1e-7,
+    12_345_678.9, 1e16, 1e15, Float::NAN, Float::INFINITY, -Float::INFINITY,
+    "", "plain", "quote\" backslash\\ slash/ nl\n cr\r tab\t ff\f bs\b nul\u0000 us\u001f del\u007f",
+    "é ü 中文 \u{1f600} \u{10ffff} \u2028\u2029", "\xff", "a\xe9b", "\xed\xa0\x80", "\xf4\x90\x80\x80",
+    "\xc0\x80", "\xe2\x82", "\xf0\x9f\x98", "\xf8\x88\x80\x80\x80", "\x80",
+    "abc".b, "\xff".b, "\xc3\xa9".b, "\xe9".dup.force_encoding("ISO-8859-1"), "é".encode("UTF-16LE"),
+    "abc".encode("US-ASCII"), "\xff".dup.force_encoding("US-ASCII"), "\x82\xa0".dup.force_encoding("Shift_JIS"),
+    :sym, :"é", [], {}, [[[[1]]]], [[[[[[1]]]]]], { "a" => { "b" => { "c" => 1 } } },
+    { 1 => 2, nil => 3, sym: 4, 1.5 => 5, [1] => 6, "s" => 7, T::Key.new => 8, T::SubString.new("sub") => 9,
+      T::ToJsonString.new("tjs") => 10, T::ToSString.new("tss") => 11, :"é" => 12 },
+    NESTED, [NESTED, [NESTED]],
+    T::WithToS.new, T::WithToJson.new([1, "a"]), T::WithToJson.new({ "x" => [2.5] }), [T::StateReader.new],
+    [[T::StateReader.new]], { "k" => [T::StateReader.new] },
+    T::SubHash[{ "a" => 1, "b" => [2] }], T::SubArray[1, [2, T::SubArray[3]]], T::SubString.new("sub\n"),
+    T::ToJsonString.new("x"), T::ToSString.new("y"), [T::SubHash[{ "in" => T::SubArray[{ "deep" => 1 }] }]],
+    1..3, Rational(1, 3), Complex(1, 2), Struct.new(:a).new(1), Time.at(0).utc, Object, Comparable,
+    [T::BadToJson.new], [T::BadToS.new], { T::BadToS.new => 1 }, [T::NoToJson.new]
+  ].freeze
+
+  describe "values and options" do
+    VALUES.each_with_index do |value, i|
+      it "generates value ##{i} (#{value.class}) like the gem with every option set" do
+        under_stress_keep(OPTION_SETS, 2).each do |opts|
+          expect_all_entry_points(value, opts)
+        end
+      end
+    end
+
+    it "generates singleton-class containers through their #to_json" do
+      hash = { "a" => 1 }
+      def hash.to_json(*)
+        '"singleton hash"'
+      end
+      array = [1]
+      array.extend(Comparable)
+      expect_all_entry_points([hash, array, { "h" => hash }])
+    end
+
+    it "reports errors with the gem's class and message" do
+      a = []
+      a << a
+      h = {}
+      h["h"] = h
+      [a, h, [Float::NAN], { "x" => -Float::INFINITY }, ["\xff"], [T::BadToJson.new], { T::BadToS.new => 1 }]
+        .each do |value|
+          expect_gen_parity { JSON.generate(value) }
+          expect_gen_parity { JSON.pretty_generate(value) }
+          expect_gen_parity { JSON.generate(value, max_nesting: 3) }
+        end
+      expect_gen_parity { JSON.generate([1], 1) }
+      expect_gen_parity { JSON.generate([1], indent: 1) }
+      expect_gen_parity { JSON.generate([1], max_nesting: "1") }
+      expect_gen_parity { JSON.generate([1], max_nesting: 2**70) }
+      expect_gen_parity { JSON.generate([1], depth: 1.5) }
+      expect_gen_parity { JSON.generate([1], buffer_initial_length: "x") }
+      expect_gen_parity { JSON::State.new(space_before: :x) }
+      expect_gen_parity { JSON::State.new(1) }
+      expect_gen_parity { JSON::State.new({}, 1) }
+      expect_gen_parity do
+        JSON.fast_generate(a)
+      rescue SystemStackError => e
+        [e.class, e.message]
+      end
+    end
+
+    it "generates deep structures without max_nesting like the gem" do
+      deep = [1]
+      3000.times { deep = [deep] }
+      expect_gen_parity { JSON.generate(deep, max_nesting: false) }
+      expect_gen_parity { JSON.generate(deep, max_nesting: 3001) }
+      expect_gen_parity { JSON.generate(deep, max_nesting: 3000) }
+    end
+  end
+
+  describe "JSON.dump" do
+    it "dumps like the gem, with IO and limit" do
+      [[1, "a", nil], { "a" => [[[1]]] }, "str", 1, nil, [Float::NAN]].each do |value|
+        expect_gen_parity { JSON.dump(value) }
+        expect_gen_parity { io = StringIO.new; JSON.dump(value, io); io.string }
+        expect_gen_parity { JSON.dump(value, StringIO.new).class }
+        expect_gen_parity { JSON.dump(value, 2) }
+        expect_gen_parity { JSON.dump(value, nil, 2) }
+        expect_gen_parity { io = StringIO.new; JSON.dump(value, io, 4); io.string }
+      end
+    end
+  end
+
+  describe "#to_json" do
+    it "runs on every core type with nil, a Hash or a State" do
+      { Hash => { "a" => [1] }, Array => [1, { "b" => 2 }], String => "s/é", Integer => 2**70,
+        Float => 2.5, TrueClass => true, FalseClass => false, NilClass => nil, Object => T::WithToS.new }
+        .each do |klass, value|
+          name = klass.name.to_sym
+          expect_gen_parity { |g| JSONGenParity.to_json(g, value, name) }
+          expect_gen_parity { |g| JSONGenParity.to_json(g, value, name, nil) }
+          expect_gen_parity { |g| JSONGenParity.to_json(g, value, name, indent: "  ", array_nl: "\n", object_nl: "\n") }
+          expect_gen_parity { |g| JSONGenParity.to_json(g, value, name, g::State.new(escape_slash: true, depth: 3)) }
+          expect_gen_parity { |g| JSONGenParity.to_json(g, value, name, 1) }
+          expect_gen_parity { |g| JSONGenParity.to_json(g, value, name, nil, 2) }
+        end
+      expect_gen_parity { |g| JSONGenParity.to_json(g, Float::NAN, :Float) }
+      expect_gen_parity { |g| JSONGenParity.to_json(g, Float::NAN, :Float, allow_nan: true) }
+      expect_gen_parity { |g| JSONGenParity.to_json(g, "\xff", :String) }
+      expect_gen_parity { |g| JSONGenParity.to_json(g, T::BadToS.new, :Object) }
+    end
+
+    it "has the String extras (raw forms, String::Extend)" do
+      expect_gen_parity { |g| g::GeneratorMethods::String.instance_method(:to_json_raw_object).bind_call("ab\xff") }
+      expect_gen_parity { |g| g::GeneratorMethods::String.instance_method(:to_json_raw).bind_call("ab\xff") }
+      expect_gen_parity do |g|
+        g::GeneratorMethods::String.instance_method(:to_json_raw).bind_call("ab", indent: "  ", object_nl: "\n")
+      end
+      expect_gen_parity { |g| g::GeneratorMethods::String::Extend.instance_method(:json_create).bind_call(String, { "raw" => [97, 255] }) }
+      expect_gen_parity { |g| g::GeneratorMethods::String::Extend.instance_method(:json_create).bind_call(String, [1]) }
+      expect_gen_parity { |g| c = Class.new; c.include(g::GeneratorMethods::String); c.singleton_class.include?(g::GeneratorMethods::String::Extend) }
+      expect_gen_parity { |g| g::GeneratorMethods.constants.sort }
+      expect_gen_parity { |g| g::GeneratorMethods::String.instance_methods(false).sort }
+      expect_gen_parity { "x".to_json_raw }
+      expect_gen_parity { String.json_create({ "raw" => [104, 105] }) }
+    end
+  end
+
+  describe "State" do
+    def state_calls(opts)
+      [
+        ->(s) { s.to_h },
+        ->(s) { s.to_hash },
+        ->(s) { [s.indent, s.space, s.space_before, s.object_nl, s.array_nl].map { |x| [x, x.encoding] } },
+        ->(s) { [s.allow_nan?, s.ascii_only?, s.escape_slash?, s.escape_slash, s.max_nesting, s.depth, s.check_circular?] },
+        ->(s) { s.buffer_initial_length },
+        ->(s) { %i[indent space allow_nan ascii_only max_nesting depth escape_slash foo].map { |k| s[k] } },
+        ->(s) { s["indent"] = "  "; s[:foo] = 1; s["bar baz"] = 2; [s.to_h, s[:foo], s["bar baz"]] },
+        ->(s) { s.configure(indent: "x").to_h },
+        ->(s) { s.merge(array_nl: "\n").equal?(s) },
+        ->(s) { s.configure({}).to_h },
+        ->(s) { s.configure(Struct.new(:to_h).new({ space: " " })).to_h },
+        ->(s) { s.configure(1) },
+        ->(s) { s.dup.to_h },
+        ->(s) { s.clone.generate([{ "a" => 1 }]) },
+        ->(s) { s.indent = "\t"; s.space = " "; s.space_before = ""; s.object_nl = "\n"; s.array_nl = "\n"; [s.to_h, s.generate({ "a" => [1] })] },
+        ->(s) { s.indent = nil },
+        ->(s) { s.max_nesting = 3; s.depth = 1; [s.to_h, s.check_circular?, s.generate([[1]])] },
+        ->(s) { s.max_nesting = 0; s.check_circular? },
+        ->(s) { s.max_nesting = "3" },
+        ->(s) { s.depth = nil },
+        ->(s) { s.buffer_initial_length = 5; s.buffer_initial_length = -1; s.buffer_initial_length },
+        ->(s) { s.buffer_initial_length = 1.0 },
+        ->(s) { s.escape_slash = true; [s.escape_slash?, s.generate(["/"])] },
+        ->(s) { [(s.generate([[Float::NAN]]) rescue $!.message), s.depth, s.to_h[:depth]] },
+        ->(s) { a = []; a << a; [(s.generate(a) rescue $!.message), s.depth] },
+        ->(s) { [s.generate(1), s.generate(nil), s.generate("s"), s.generate(1.5)] },
+        ->(s) { s.generate([1], 2) },
+        ->(s) { s.instance_variable_set(:@x, 1); s.to_h },
+        ->(s) { JSON.generate([1], s).equal?(nil) }
+      ].map { |call| [opts, call] }
+    end
+
+    [{}, { indent: "  ", space: " ", max_nesting: 5, depth: 1, allow_nan: true, ascii_only: true,
+           escape_slash: true, buffer_initial_length: 64, object_nl: "\n", array_nl: "" }].each do |opts|
+      it "answers every State method like the gem (#{opts.keys.join(', ')})" do
+        state_calls(opts).each do |o, call|
+          expect_gen_parity { |g| call.call(g::State.new(o)) }
+          expect_gen_parity { call.call(JSON::State.new(o)) }
+        end
+      end
+    end
+
+    it "has the gem's class-level API" do
+      expect_gen_parity { |g| g::State.from_state(nil).to_h }
+      expect_gen_parity { |g| g::State.from_state(1).class.equal?(g::State) }
+      expect_gen_parity { |g| g::State.from_state(indent: "x").to_h }
+      expect_gen_parity { |g| s = g::State.new; g::State.from_state(s).equal?(s) }
+      expect_gen_parity { |g| g::State.instance_methods(false).sort }
+      expect_gen_parity { |g| g::State.singleton_methods.sort }
+      expect_gen_parity { |g| g::State.instance_method(:merge) == g::State.instance_method(:configure) }
+      expect_gen_parity { JSON::State.new.to_h }
+      expect_gen_parity { JSON::SAFE_STATE_PROTOTYPE.to_h }
+      expect_gen_parity { JSON::FAST_STATE_PROTOTYPE.to_h }
+      expect_gen_parity { JSON::PRETTY_STATE_PROTOTYPE.to_h }
+      expect_gen_parity { JSON.state.new(indent: "i").to_h }
+    end
+  end
+
+  describe "floats" do
+    it "writes random doubles exactly as Float#to_s and the gem" do
+      Kernel.srand(20_261_129)
+      count = Parity::GC_STRESS ? 200 : 50_000
+      bits = Array.new(count) { [rand(2**64)].pack("Q").unpack1("D") }
+      scaled = Array.new(count) { rand * (10**rand(-30..30)) * (rand < 0.5 ? -1 : 1) }
+      ints = Array.new(count / 10) { rand(-(2**60)..2**60).to_f }
+      short = Array.new(count / 10) { (rand * 1000).round(rand(0..6)) }
+      edges = [0.0, -0.0, 5e-324, -5e-324, 2.2250738585072014e-308, 1.7976931348623157e308, 1e16, 9.999999999999998e15,
+               1e-4, 9.999999999999999e-5, 1e-5, 0.1, 0.2, 0.3, 1 / 3.0, 2**53, 2**53 + 1.0, 123_456_789_012_345_680.0]
+      floats = (bits + scaled + ints + short + edges.map(&:to_f)).select(&:finite?)
+      ours = RustyStdlib::JSON::Generator::State.new
+      floats.each_slice(1000) do |slice|
+        expect_gen_parity { JSON.generate(slice) }
+        expect(ours.generate(slice)).to eq("[#{slice.map(&:to_s).join(',')}]")
+      end
+      nonfinite = [Float::NAN, Float::INFINITY, -Float::INFINITY, -Float::NAN]
+      expect_gen_parity { JSON.generate(nonfinite, allow_nan: true) }
+    end
+
+    it "follows a redefined Float#to_s like the gem" do
+      Float.class_eval do
+        alias_method :__gen_spec_to_s, :to_s
+        def to_s
+          "F#{__gen_spec_to_s}"
+        end
+      end
+      expect_gen_parity { JSON.generate([1.5, 2.0e20]) }
+      expect_gen_parity { JSON.generate([Float::NAN]) }
+    ensure
+      Float.class_eval do
+        remove_method :to_s
+        alias_method :to_s, :__gen_spec_to_s
+        remove_method :__gen_spec_to_s
+      end
+    end
+  end
+
+  describe "seeded random documents" do
+    def random_value(rng, depth)
+      case depth > 4 ? rng.rand(6) : rng.rand(9)
+      when 0 then nil
+      when 1 then rng.rand < 0.5
+      when 2 then rng.rand(-(2**70)..2**70) >> rng.rand(70)
+      when 3 then (rng.rand - 0.5) * (10**rng.rand(-20..20))
+      when 4 then random_string(rng)
+      when 5 then random_string(rng).to_sym
+      when 6, 7 then Array.new(rng.rand(5)) { random_value(rng, depth + 1) }
+      else Array.new(rng.rand(5)) { [rng.rand < 0.3 ? random_string(rng).to_sym : random_string(rng), random_value(rng, depth + 1)] }.to_h
+      end
+    end
+
+    ALPHABET = ["a", "b", " ", "\"", "\\", "/", "\n", "\t", "\u0001", "\u001f", "\u007f", "é", "中", "\u{1f600}", "\u2028"].freeze
+
+    def random_string(rng)
+      Array.new(rng.rand(8)) { ALPHABET[rng.rand(ALPHABET.size)] }.join
+    end
+
+    it "generates them identically in every mode" do
+      rng = Random.new(4242)
+      docs = Array.new(Parity::GC_STRESS ? 5 : 300) { random_value(rng, 0) }
+      modes = [{}, { ascii_only: true }, { escape_slash: true }, { indent: " ", space: " ", object_nl: "\n", array_nl: "\n" }]
+      docs.each do |doc|
+        modes.each do |opts|
+          expect_gen_parity { JSON.generate(doc, opts) }
+        end
+        expect_gen_parity { JSON.pretty_generate(doc) }
+        expect_gen_parity { JSON.dump(doc) }
+      end
+    end
+  end
+
+  describe "the benchmark corpus" do
+    bench_dir = CORPUS_DIR && File.join(CORPUS_DIR, "json", "bench")
+    files = bench_dir && File.directory?(bench_dir) ? Dir[File.join(bench_dir, "*.json")].sort : []
+    it("has the corpus") { skip "bench corpus not found under #{CORPUS_DIR.inspect}" } if files.empty?
+
+    files.each do |path|
+      it "generates #{File.basename(path)} identically in every mode" do
+        skip "too large for GC.stress" if Parity::GC_STRESS && File.size(path) > 20_000
+        doc = JSON.parse(File.read(path))
+        expect_gen_parity { JSON.generate(doc) }
+        expect_gen_parity { JSON.pretty_generate(doc) }
+        expect_gen_parity { JSON.generate(doc, ascii_only: true, escape_slash: true) }
+        expect_gen_parity { JSON.fast_generate(doc) }
+        expect_gen_parity { JSON.dump(doc) }
+      end
+    end
+  end
+end
