@@ -26,6 +26,9 @@ class NginxServer
   # Debian's nginx-light ships the echo module (libnginx-mod-http-echo) as a dynamic module.
   ECHO_MODULE = "/usr/lib/nginx/modules/ngx_http_echo_module.so"
   START_TIMEOUT = 10 # seconds
+  # Served files get this mtime, so Last-Modified and ETag are the same in every run
+  # (the bench compares responses across processes).
+  FILE_MTIME = Time.utc(2026, 1, 2, 3, 4, 5)
 
   attr_reader :port, :dir, :root
 
@@ -100,6 +103,7 @@ class NginxServer
       path = File.join(@root, name)
       FileUtils.mkdir_p(File.dirname(path))
       File.binwrite(path, content)
+      File.utime(FILE_MTIME, FILE_MTIME, path)
     end
     FileUtils.chmod_R("a+rX", @root)
     %w[client_body proxy fastcgi uwsgi scgi].each { |t| FileUtils.mkdir_p(File.join(@dir, "temp", t)) }
