@@ -57,16 +57,23 @@ RSpec.describe "Net::HTTP end to end against malformed responses with RustyStdli
     "/gzip-chunked" => "HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nTransfer-Encoding: chunked\r\n\r\n" \
                        "#{gzipped.scan(/.{1,7}/m).map { |c| "#{c.bytesize.to_s(16)}\r\n#{c}\r\n" }.join}0\r\n\r\n",
     "/gzip-broken" => "HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: 5\r\n\r\nhello",
+    "/trailing-spaces" => "HTTP/1.1 200 OK  \r\nX-Trail: v  \t\r\nX-Lead:   v\r\n#{ok}",
+    "/cr-cr-lf" => "HTTP/1.1 200 OK\r\r\nX-A: 1\r\r\n#{ok}",
+    "/utf8-reason" => "HTTP/1.1 200 \u00c7a va\r\n#{ok}",
+    "/te-capitalised" => "HTTP/1.1 200 OK\r\nTransfer-Encoding: Chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n",
+    "/te-gzip-chunked" => "HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n",
+    "/keep-alive-close" => "HTTP/1.1 200 OK\r\nConnection: close\r\nKeep-Alive: timeout=5\r\n#{ok}",
     "/gzip-truncated" => "HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: 20\r\n\r\n#{gzipped.b[0, 20]}",
   }
 
   before(:context) { @server = CannedHttpServer.start(responses) }
   after(:context) { @server&.stop }
 
-  # GET (retried once by Net::HTTP on EOF: idempotent) and POST with read_body in
-  # segments (not retried), each on a fresh connection with its debug log.
+  # GET and HEAD (retried once by Net::HTTP on EOF: idempotent) and POST (not retried),
+  # bodies read in segments, each on a fresh connection with its debug log.
   def exchange(path)
-    [Net::HTTP::Get.new(path), Net::HTTP::Post.new(path, "Content-Type" => "text/plain")].map do |req|
+    [Net::HTTP::Get.new(path), Net::HTTP::Head.new(path),
+     Net::HTTP::Post.new(path, "Content-Type" => "text/plain")].map do |req|
       req.body = "posted" if req.request_body_permitted?
       log = StringIO.new(+"")
       http = Net::HTTP.new("127.0.0.1", @server.port)

@@ -21,8 +21,8 @@ require "tmpdir"
 class NginxServer
   class Unavailable < StandardError; end
 
-  # Debian's paths (nginx-light); NGINX=/path/to/nginx for another one.
-  BINARY_CANDIDATES = [ENV.fetch("NGINX", nil), "/usr/sbin/nginx", "/usr/local/sbin/nginx"].compact.freeze
+  # Debian's path (nginx-light); NGINX=/path/to/nginx for another one (only that one).
+  BINARY_CANDIDATES = (ENV["NGINX"] ? [ENV["NGINX"]] : %w[/usr/sbin/nginx /usr/local/sbin/nginx]).freeze
   # Debian's nginx-light ships the echo module (libnginx-mod-http-echo) as a dynamic module.
   ECHO_MODULE = "/usr/lib/nginx/modules/ngx_http_echo_module.so"
   START_TIMEOUT = 10 # seconds
