@@ -1,5 +1,6 @@
 # frozen_string_literal: true
 
+require "net/http"
 require_relative "net_http_helper"
 
 # Shared by the end-to-end specs (WEBrick, nginx, a raw server of malformed responses):

@@ -53,6 +53,7 @@ RSpec.describe "Net::HTTP end to end against nginx with RustyStdlib::NetHttp" do
       add_header Set-Cookie "c=3, with comma; Expires=Wed, 21 Oct 2037 07:28:00 GMT" always;
       return 200 "cookies\\n";
     }
+    location /limited/ { keepalive_requests 2; alias %<root>s/static/; }
     location = /no-content { return 204; }
     location = /teapot { return 418 "short and stout\\n"; }
     location = /moved { return 301 /static/small.txt; }
@@ -109,6 +110,18 @@ RSpec.describe "Net::HTTP end to end against nginx with RustyStdlib::NetHttp" do
     expect(connections).to eq(1) # all on one connection, numbered 1, 2, 3...
     expect(numbers).to eq((1..10).to_a)
     expect(log).to include("Content-Encoding: gzip", "Transfer-Encoding: chunked", "Content-Length: ")
+  end
+
+  it "reconnects when nginx closes a connection after its keepalive_requests" do
+    use = nil
+    expect_e2e_parity do
+      session do |h|
+        responses = Array.new(5) { h.get("/limited/small.txt") }
+        use = connection_use(responses.map { |r| r["x-conn"] })
+        responses.map { |r| response_summary(r) }
+      end
+    end
+    expect(use).to eq([3, [1, 2, 1, 2, 1]]) # "Connection: close" on every 2nd response
   end
 
   it "sends bodies with POST and PUT (Content-Length, chunked, form) and reads them back" do
