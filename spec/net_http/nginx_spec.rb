@@ -186,7 +186,7 @@ RSpec.describe "Net::HTTP end to end against nginx with RustyStdlib::NetHttp" do
     end
   end
 
-  it "serves Net::HTTP.get, get_response, post_form and start with a block" do
+  it "serves Net::HTTP.get, get_response, post_form, post and start with a block" do
     expect_e2e_parity do
       uri = URI("#{base}/static/utf8.txt")
       started = Net::HTTP.start(uri.host, uri.port) do |h|
@@ -195,6 +195,7 @@ RSpec.describe "Net::HTTP end to end against nginx with RustyStdlib::NetHttp" do
       end
       [Net::HTTP.get(uri), response_summary(Net::HTTP.get_response(URI("#{base}/static/big.txt"))),
        response_summary(Net::HTTP.post_form(URI("#{base}/echo?x=1"), "k" => "v w", "\u00e9" => "\u00fc")),
+       response_summary(Net::HTTP.post(URI("#{base}/echo"), %({"a":1}), "Content-Type" => "application/json")),
        started]
     end
   end

@@ -156,21 +156,21 @@ class NginxServer
   def config
     paths = { root: @root, port: @port, dir: @dir }
     <<~CONF
-      load_module #{ECHO_MODULE};
+      load_module "#{ECHO_MODULE}";
       #{user_directive}
       daemon off;
       master_process on;
       worker_processes 1;
-      pid #{@dir}/nginx.pid;
-      error_log #{@dir}/error.log warn;
+      pid "#{@dir}/nginx.pid";
+      error_log "#{@dir}/error.log" warn;
       events { worker_connections 64; }
       http {
         access_log off;
-        client_body_temp_path #{@dir}/temp/client_body;
-        proxy_temp_path #{@dir}/temp/proxy;
-        fastcgi_temp_path #{@dir}/temp/fastcgi;
-        uwsgi_temp_path #{@dir}/temp/uwsgi;
-        scgi_temp_path #{@dir}/temp/scgi;
+        client_body_temp_path "#{@dir}/temp/client_body";
+        proxy_temp_path "#{@dir}/temp/proxy";
+        fastcgi_temp_path "#{@dir}/temp/fastcgi";
+        uwsgi_temp_path "#{@dir}/temp/uwsgi";
+        scgi_temp_path "#{@dir}/temp/scgi";
         types { text/html html; text/plain txt; application/json json; application/octet-stream bin; }
         default_type text/plain;
         server {
