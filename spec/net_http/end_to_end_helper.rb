@@ -24,9 +24,14 @@ module EndToEndHelper
      res.uri.to_s]
   end
 
-  # A set_debug_output log with the volatile header values masked.
+  # A set_debug_output log with the volatile header values masked, and the pieces of
+  # each "reading N bytes..." joined: BufferedIO logs every buffer fill, so how they
+  # split depends on how the bytes arrived, not on who parses them.
   def masked_log(log)
-    log.gsub(/(Date|X-Conn): [^\\]*/i, '\1: -')
+    log.gsub(/(Date|X-Conn): [^\\]*/i, '\1: -').gsub(/^(reading \d+ bytes\.\.\.\n)((?:-> ".*"\n)+)/) do
+      data = Regexp.last_match(2).lines.map { |line| line.chomp.delete_prefix("-> ").undump }.join
+      "#{Regexp.last_match(1)}-> #{data.dump}\n"
+    end
   end
 
   # "connection/requests" values of the X-Conn header nginx adds: how many connections
@@ -58,6 +63,12 @@ module EndToEndHelper
         return first_difference(e, a, path + [i]) unless e == a
       end
       return "at #{path.inspect}: sizes #{expected.size} vs #{actual.size}" if expected.size != actual.size
+    end
+    if expected.is_a?(String) && actual.is_a?(String) && (expected.size > 200 || actual.size > 200)
+      at = (0...[expected.size, actual.size].min).find { |i| expected[i] != actual[i] } || [expected.size, actual.size].min
+      from = [at - 150, 0].max
+      return "at #{path.inspect}, offset #{at}:\n  stdlib: ...#{expected[from, 300].inspect}\n  " \
+             "ours:   ...#{actual[from, 300].inspect}"
     end
     "at #{path.inspect}:\n  stdlib: #{expected.inspect}\n  ours:   #{actual.inspect}"
   end

@@ -10,18 +10,22 @@ require "socket"
 #   Net::HTTP.get(URI("http://127.0.0.1:#{server.port}/bad"))  # raises
 #   server.stop
 #
+# A response given as an Array of Strings is written piece by piece with a short pause
+# between pieces, so the client's reads (Net::BufferedIO) end mid-line and mid-chunk.
 # Unknown paths get a 404. Each connection is served by its own thread; the request
 # head (and a Content-Length body) is read before answering so that the client never
 # sees a reset while still writing.
 class CannedHttpServer
   attr_reader :port
 
+  PAUSE = 0.002 # seconds between the pieces of a response
+
   def self.start(responses)
     new(responses).tap(&:start)
   end
 
   def initialize(responses)
-    @responses = responses.transform_values(&:b)
+    @responses = responses.transform_values { |r| Array(r).map(&:b) }
   end
 
   def start
@@ -49,7 +53,12 @@ class CannedHttpServer
 
   def serve(client)
     path = read_request(client)
-    client.write(@responses.fetch(path) { "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n" })
+    pieces = @responses.fetch(path) { ["HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n"] }
+    client.setsockopt(Socket::IPPROTO_TCP, Socket::TCP_NODELAY, 1)
+    pieces.each_with_index do |piece, i|
+      sleep PAUSE if i.positive?
+      client.write(piece)
+    end
   rescue IOError, SystemCallError
     nil # the client gave up first: it has its error already
   ensure
