@@ -6,7 +6,7 @@ module Bench
   # `op` is Ruby source, not a block: the worker compiles it inline into a `while` loop,
   # so a 300 ns digest is not measured together with a 50 ns block call.
   Workload = Struct.new(:name, :group, :bytes, :setup, :op, :output, :references, :loops,
-                        :ceiling, keyword_init: true) do
+                        :ceiling, :round_trip, keyword_init: true) do
     # Ruby source of the reference column's operation (e.g. OpenSSL), or nil.
     def reference_op(label)
       references[label]
@@ -54,12 +54,17 @@ module Bench
         @groups.fetch(module_name.to_sym)
       end
 
-      # Called by each workload file; the block runs in a GroupBuilder.
+      # Called by each workload file; the block runs in a GroupBuilder. Several files
+      # may add to one module's group (net_http.rb and net_http_keepalive.rb): their
+      # requires, references and sources are combined.
       def define(module_name, requires: [], references: {}, source:, &block)
-        group = Group.new(module_name: module_name.to_sym, requires: requires,
-                          references: references, source: source, workloads: [])
+        group = @groups[module_name.to_sym] ||=
+          Group.new(module_name: module_name.to_sym, requires: [], references: {}, workloads: [])
+        group.requires |= requires
+        group.references = group.references.merge(references)
+        group.source = [group.source, source].compact.uniq.join("; ")
         GroupBuilder.new(group).instance_eval(&block)
-        @groups[group.module_name] = group
+        group
       end
 
       private
@@ -92,11 +97,15 @@ module Bench
     # references: reference label => Ruby source of the same operation in that library
     # loops:      ops per timed pass; nil lets the first column calibrate it
     # ceiling:    lambda returning a Bench::Ceiling (a per-byte figure from outside Ruby)
+    # round_trip: true when each op waits on a server process (a request to nginx): its
+    #             wall time includes the server's CPU time, so it is not starred as
+    #             disturbed, and the rate table gives requests per second
     def workload(name, setup:, op:, bytes: nil, output: nil, references: {}, loops: nil,
-                 ceiling: nil)
+                 ceiling: nil, round_trip: false)
       @group.workloads << Workload.new(
         name: name, group: @group.module_name, bytes: bytes, setup: setup, op: op,
-        output: output, references: references, loops: loops, ceiling: ceiling
+        output: output, references: references, loops: loops, ceiling: ceiling,
+        round_trip: round_trip
       )
     end
   end

@@ -12,6 +12,8 @@ module Bench
     DISTURBED_NOTE = "\\* even the best pass took over #{(DISTURBED_MARGIN * 100).round}% longer " \
                      "than its CPU time (the machine was busy): an upper bound, not the " \
                      "code's speed."
+    ROUND_TRIP_NOTE = "Round trips (req/s) wait on a server process on the same cores, so " \
+                      "their wall time includes the server's work and is never starred."
 
     # load_average: [at start, at end] of the run, as /proc/loadavg gives them.
     def initialize(results:, settings:, boot:, started_at:, load_average:)
@@ -82,8 +84,9 @@ module Bench
        "Best pass in ns per op (lower is better), and in brackets speed vs `ruby` " \
        "(stdlib, no JIT; 2.00x = twice as fast).",
        table(head, times),
-       (DISTURBED_NOTE if results.any? { |r| r.cells.values.any?(&:disturbed?) }),
-       "Input MB/s (10^6 bytes per second) and Ruby objects allocated per op.",
+       (DISTURBED_NOTE if results.any? { |r| !r.workload.round_trip && r.cells.values.any?(&:disturbed?) }),
+       (ROUND_TRIP_NOTE if results.any? { |r| r.workload.round_trip }),
+       "Input MB/s (10^6 bytes per second) or requests per second, and Ruby objects allocated per op.",
        table(head, rates)].compact.join("\n\n")
     end
 
@@ -91,7 +94,7 @@ module Bench
       cell = result.cells[column.id]
       return status_cell(result, column, cell) unless cell.ok?
 
-      star = cell.disturbed? ? "*" : ""
+      star = cell.disturbed? && !result.workload.round_trip ? "*" : ""
       "#{Format.ns(cell.ns_per_op)}#{star} (#{Format.ratio(result.vs_mri(cell))})"
     end
 
@@ -100,6 +103,7 @@ module Bench
       return "—" unless cell.ok?
 
       rate = cell.ns_per_byte ? "#{Format.mb_per_s(1000.0 / cell.ns_per_byte)} MB/s, " : ""
+      rate = "#{Format.thousands((1e9 / cell.ns_per_op).round)} req/s, " if result.workload.round_trip
       "#{rate}#{Format.allocs(cell.allocs_per_op)} obj"
     end
 

@@ -72,6 +72,13 @@ RSpec.describe "rake bench harness" do
     )
   end
 
+  it "merges a group defined by several files and rates round trips in requests per second" do
+    expect(@report).to include("harness_fixture: constants; more constants")
+    time_row, rate_row = @report.lines.select { |l| l.start_with?("| fixture-round-trip |") }
+    expect(time_row).to match(/\| fixture-round-trip \| [\d,.]+ \(1\.00x\) \|/)
+    expect(rate_row).to match(%r{\| fixture-round-trip \| [\d,]+ req/s, [\d.]+ obj \|})
+  end
+
   it "writes a dated copy and an SVG chart" do
     files = Dir.children(@out)
     expect(files).to include("latest.md", "latest.svg")
