@@ -55,6 +55,89 @@ module RustyMarshalSpec
     end
   end
   DataPoint = Data.define(:q) if defined?(Data) && Data.respond_to?(:define)
+
+  # Dump hooks. HOOK_LOG records every call, so specs can check that ours runs each hook
+  # exactly as often, in the same order and with the same arguments, as the stdlib.
+  HOOK_LOG = []
+
+  # `U` records: marshal_dump's result is dumped in the object's place.
+  class MDump
+    attr_reader :data
+
+    def initialize(data = nil)
+      @data = data
+    end
+
+    def marshal_dump
+      HOOK_LOG << [:marshal_dump, @data.class]
+      @data
+    end
+
+    def marshal_load(data)
+      HOOK_LOG << [:marshal_load, data.class]
+      @data = data
+    end
+  end
+
+  # `u` records: a String (with its encoding and any ivars) and the class's _load.
+  class UDump
+    attr_reader :text
+
+    def initialize(text = "")
+      @text = text
+    end
+
+    def _dump(level)
+      HOOK_LOG << [:_dump, level]
+      @text
+    end
+
+    def self._load(str)
+      HOOK_LOG << [:_load, str, str.encoding.name, str.instance_variables.map { |iv| [iv, str.instance_variable_get(iv)] }]
+      new(str)
+    end
+  end
+
+  # marshal_dump returning the object's own data plus a private hook pair.
+  class PrivateHooks
+    attr_reader :v
+
+    def initialize(v = nil)
+      @v = v
+    end
+
+    private
+
+    def marshal_dump = (HOOK_LOG << :private_marshal_dump) && [@v]
+    def marshal_load(a) = (HOOK_LOG << :private_marshal_load) && (@v = a.first)
+  end
+
+  # Hooks that misbehave the ways MRI checks for.
+  class RaisingDump
+    def marshal_dump = raise(IOError, "marshal_dump failed")
+  end
+
+  class RaisingLoad
+    def marshal_dump = 1
+    def marshal_load(_) = raise(IOError, "marshal_load failed")
+  end
+
+  class RaisingUnderscoreLoad
+    def _dump(_) = "x"
+    def self._load(_) = raise(EncodingError, "_load failed")
+  end
+
+  class SameClassDump
+    def marshal_dump = SameClassDump.allocate
+  end
+
+  class NonStringDump
+    def _dump(_) = :not_a_string
+  end
+
+  class NoMarshalLoad
+    def marshal_dump = 1
+  end
 end
 
 # Helpers for the Marshal parity specs.
@@ -148,7 +231,7 @@ module MarshalHelper
               when 7 then array(depth)
               when 8 then hash(depth)
               when 9 then object(depth)
-              else array(depth)
+              else @rng.rand < 0.5 ? hooked(depth) : array(depth)
               end
       @pool << value unless value.nil? || value == true || value == false
       value
@@ -224,6 +307,22 @@ module MarshalHelper
       names = %i[@x @y @value @next_node @other]
       @rng.rand(0..3).times { obj.instance_variable_set(names[@rng.rand(names.size)], node(depth + 1)) }
       obj
+    end
+
+    # Objects with dump hooks: marshal_dump data (which may hold the object itself) or a
+    # _dump String with an encoding and ivars.
+    def hooked(depth)
+      if @rng.rand < 0.5
+        obj = RustyMarshalSpec::MDump.new
+        @pool << obj
+        obj.instance_variable_set(:@data, [node(depth + 1), @rng.rand < 0.2 ? obj : node(depth + 1)])
+        obj
+      else
+        text = string.dup
+        text = +text.to_s unless text.instance_of?(String)
+        text.instance_variable_set(:@meta, node(depth + 1)) if @rng.rand < 0.3
+        RustyMarshalSpec::UDump.new(text)
+      end
     end
 
     STRUCTS = [RustyMarshalSpec::Pair, RustyMarshalSpec::Keyed, RustyMarshalSpec::One, RustyMarshalSpec::KeyedOne,

@@ -255,15 +255,7 @@ RSpec.describe "RustyStdlib::Marshal" do
     Object.const_set(:RustyMarshalSpecArray, sub_a) unless Object.const_defined?(:RustyMarshalSpecArray)
     sub_h = Class.new(Hash)
     Object.const_set(:RustyMarshalSpecHash, sub_h) unless Object.const_defined?(:RustyMarshalSpecHash)
-    unless Object.const_defined?(:RustyMarshalSpecHooked)
-      Object.const_set(:RustyMarshalSpecHooked, Class.new do
-        def marshal_dump = [1]
-        def marshal_load(_data) = nil
-      end)
-      Object.const_set(:RustyMarshalSpecUserDump, Class.new do
-        def _dump(_level) = "u"
-        def self._load(_str) = new
-      end)
+    unless Object.const_defined?(:RustyMarshalSpecTime)
       Object.const_set(:RustyMarshalSpecTime, Class.new(Time))
       Object.const_set(:RustyMarshalSpecClassDump, Class.new do
         def self._dump(_level) = "c"
@@ -289,15 +281,12 @@ RSpec.describe "RustyStdlib::Marshal" do
     singleton = +"s"
     singleton.define_singleton_method(:hi) { 1 }
     cases = {
-      "an object of a class with marshal_dump" => [RustyMarshalSpecHooked.new],
-      "an object of a class with _dump" => [RustyMarshalSpecUserDump.new],
       "an object whose class overrides respond_to?" => [RustyMarshalSpecResponder.new],
       "an object of an anonymous class" => [Class.new.new],
       "an object of a class that cannot be referred to" => [RustyMarshalSpecGoneInstance],
       "an object with a singleton method" => [Object.new.tap { |o| o.define_singleton_method(:x) { 1 } }],
       "an extended plain object" => [Object.new.extend(RustyMarshalSpecExt)],
       "an exception" => [RuntimeError.new("boom")],
-      "a Time subclass" => [RustyMarshalSpecTime.at(0)],
       "a Time with an ivar" => [Time.at(0).tap { |t| t.instance_variable_set(:@note, 1) }],
       "a Time with a singleton method" => [Time.at(0).tap { |t| t.define_singleton_method(:x) { 1 } }],
       "a Struct of an anonymous class" => [Struct.new(:a).new(1)],
@@ -602,7 +591,7 @@ RSpec.describe "RustyStdlib::Marshal" do
     end
 
     it "falls back for unsupported records and load options" do
-      values = [RuntimeError.new("x"), 1..2, /re/, RustyMarshalSpecTime.at(0), Rational(1, 2), [+"x"].tap { |a| a.instance_variable_set(:@i, 1) },
+      values = [RuntimeError.new("x"), 1..2, /re/, Rational(1, 2), [+"x"].tap { |a| a.instance_variable_set(:@i, 1) },
                 {}.compare_by_identity, Hash.ruby2_keywords_hash({ a: 1 }),
                 (+"iv").tap { |s| s.instance_variable_set(:@x, 1) }]
       values.each do |v|
@@ -650,6 +639,113 @@ RSpec.describe "RustyStdlib::Marshal" do
       medium = "\x04\b#{"[\x06" * 1500}[\x00".b
       expect(native_load(medium)).to equal(fallback)
       expect_same_load(medium) unless stress # 1000 arrays under GC.stress before falling back
+    end
+  end
+
+  describe "dump hooks (marshal_dump/marshal_load, _dump/_load)" do
+    spec = RustyMarshalSpec
+
+    # Runs the block with the stdlib and with ours, comparing results (or exceptions) and
+    # the hook calls each made.
+    def expect_same_hook_calls(&block)
+      logs = []
+      expect_parity(MarshalHelper::Stdlib, RustyStdlib::Marshal) do |m|
+        RustyMarshalSpec::HOOK_LOG.clear
+        result = block.call(m)
+        logs << RustyMarshalSpec::HOOK_LOG.dup
+        result
+      ensure
+        logs << RustyMarshalSpec::HOOK_LOG.dup if logs.size < 2 && $!
+      end
+      expect(logs[1]).to eq(logs[0])
+      expect(logs[0]).not_to be_empty
+    end
+
+    text = "caf\u00e9".encode(Encoding::ISO_8859_1)
+    text.instance_variable_set(:@meta, [1, :sym, "s"])
+    cyclic = spec::MDump.new
+    cyclic.instance_variable_set(:@data, [cyclic, { cyclic => 1 }])
+    shared = spec::UDump.new("shared")
+    hooked_values = {
+      "a marshal_dump object" => spec::MDump.new([1, "two", :three, 2**70, 1.5]),
+      "private hooks" => [spec::PrivateHooks.new("v"), spec::PrivateHooks.new(nil)],
+      "a _dump object with an encoding and ivars" => spec::UDump.new(text),
+      "binary and UTF-8 _dump Strings" => [spec::UDump.new("bin\xff".b), spec::UDump.new("\u65e5")],
+      "shared and self-referencing hook objects" => [cyclic, cyclic, shared, shared, [shared]],
+      "hooks inside hooks" => spec::MDump.new([spec::UDump.new("in"), spec::MDump.new([spec::MDump.new(:deep)])]),
+      "hook objects beside the other native types" =>
+        { a: spec::MDump.new(Time.at(0, in: "UTC")), spec::UDump.new("k") => spec::Point.new(1, spec::MDump.new(2)) },
+      "a Time subclass (its core _dump, under its own name)" => [RustyMarshalSpecTime.at(0)]
+    }
+
+    hooked_values.each do |label, value|
+      it "dumps and loads #{label} natively, calling the hooks as the stdlib does" do
+        expect(native_dump(value)).not_to be_nil
+        bytes = stdlib.dump(value)
+        expect_same_dump(value)
+        expect(native_load(bytes)).not_to equal(fallback)
+        expect_same_load(bytes)
+        expect_same_load(bytes, freeze: true)
+        expect_same_hook_calls { |m| m.dump(value) } unless label.include?("Time")
+        expect_same_hook_calls { |m| MarshalHelper.describe(m.load(bytes)) } unless label.include?("Time")
+        expect_same_dump(value, 2) # the limit _dump is given, or "exceed depth limit"
+      end
+    end
+
+    it "runs every hook once when something outside the native set sits outside the hooks" do
+      value = [spec::MDump.new(1), spec::UDump.new("u"), 1..2]
+      expect(native_dump(value)).to be_nil # decided before any hook ran
+      expect_same_hook_calls { |m| m.dump(value) }
+      bytes = stdlib.dump(value)
+      expect(native_load(bytes)).to equal(fallback)
+      expect_same_hook_calls { |m| MarshalHelper.describe(m.load(bytes)) }
+    end
+
+    it "raises what a hook raises, and MRI's errors for what a hook returns" do
+      [spec::RaisingDump.new, [1, spec::SameClassDump.new], { a: spec::NonStringDump.new }].each do |value|
+        expect_parity(stdlib, ours) { |m| m.dump(value) }
+        expect { native_dump(value) }.to raise_error(StandardError)
+      end
+      # A _dump String whose ivars lead back to the object: 3.3 raises, 3.1 dumps it again.
+      recursive = spec::UDump.new(+"r")
+      recursive.text.instance_variable_set(:@meta, [recursive])
+      expect_parity(stdlib, ours) { |m| m.dump(recursive) }
+      expect { native_dump(recursive) }.to raise_error(RuntimeError) if RUBY_VERSION >= "3.3"
+      expect(native_dump(recursive)).to be_a(String) if RUBY_VERSION < "3.3"
+      [spec::RaisingLoad.new, [spec::RaisingUnderscoreLoad.new]].each do |value|
+        bytes = stdlib.dump(value)
+        expect_parity(stdlib, ours) { |m| m.load(bytes) }
+        expect { native_load(bytes) }.to raise_error(StandardError)
+      end
+      bytes = stdlib.dump(spec::NoMarshalLoad.new)
+      expect_parity(stdlib, ours) { |m| m.load(bytes) } # MRI's TypeError
+    end
+
+    it "gives the stdlib's exception for truncated and mutated hook records, before any hook runs" do
+      bytes = stdlib.dump([spec::MDump.new([1, "x"]), spec::UDump.new(text), spec::MDump.new(2)])
+      rng = Random.new(Kernel.rand(2**32))
+      cuts = (2...bytes.bytesize).to_a
+      cuts = cuts.sample(8, random: rng) if stress
+      cuts.each do |cut|
+        expect_same_hook_calls_or_none { |m| MarshalHelper.describe(m.load(bytes[0, cut])).to_s }
+      end
+      (stress ? 6 : 60).times do
+        mutated = bytes.dup
+        mutated.setbyte(rng.rand(2...mutated.bytesize), rng.rand(256))
+        expect_same_hook_calls_or_none { |m| MarshalHelper.describe(m.load(mutated)).to_s }
+      end
+    end
+
+    # As expect_same_hook_calls, for inputs that may fail before any hook runs.
+    def expect_same_hook_calls_or_none(&block)
+      logs = []
+      expect_parity(MarshalHelper::Stdlib, RustyStdlib::Marshal) do |m|
+        RustyMarshalSpec::HOOK_LOG.clear
+        block.call(m)
+      ensure
+        logs << RustyMarshalSpec::HOOK_LOG.dup
+      end
+      expect(logs[1]).to eq(logs[0])
     end
   end
 

@@ -32,6 +32,7 @@ pub const TYPE_SYMLINK: u8 = b';';
 pub const TYPE_IVAR: u8 = b'I';
 pub const TYPE_OBJECT: u8 = b'o';
 pub const TYPE_USERDEF: u8 = b'u';
+pub const TYPE_USRMARSHAL: u8 = b'U';
 pub const TYPE_STRUCT: u8 = b'S';
 pub const TYPE_CLASS: u8 = b'c';
 pub const TYPE_MODULE: u8 = b'm';

@@ -1,13 +1,20 @@
 //! The native `Marshal.dump`: a walk over nil, true, false, Integer, Float, String,
-//! Symbol, Array, Hash, Time, classes, modules, Structs and plain objects that writes
-//! MRI's exact bytes, or reports
-//! `Fallback` as soon as it meets anything else.
+//! Symbol, Array, Hash, Time, classes, modules, Structs, plain objects and objects with
+//! dump hooks (`U` for `marshal_dump`, `u` for `_dump`) that writes MRI's exact bytes,
+//! or reports `Fallback` as soon as it meets anything else.
 //!
-//! GC safety: the walk runs no Ruby code, but core C methods (`Time#_dump`, class paths,
-//! method-cache fills) allocate, so the GC may run. The link tables are keyed by object address; they live in a `DumpTables`
-//! TypedData kept on the stack whose `mark` pins every key with `rb_gc_mark`, so a
-//! compacting GC can neither free nor move an object we have numbered. The output is a
-//! plain Rust buffer (bytes, no Ruby values).
+//! Hooks: the first hook object met triggers a scan of the whole graph (hooks as leaves,
+//! see `Dumper::scan`), so that the stdlib takes over before any hook has run whenever it
+//! can. Hooks are called inside `protect`; what they raise is kept in `Dumper::error`
+//! and raised once the walk has unwound. `rb_hash_foreach` runs inside `protect` too (it
+//! raises if a hook resized the Hash), and Arrays are re-measured after every element.
+//!
+//! GC safety: core C methods (`Time#_dump`, class paths, method-cache fills) and hooks
+//! allocate, so the GC may run. The link tables are keyed by object address; they live
+//! in a `DumpTables` TypedData kept on the stack whose `mark` pins every key with
+//! `rb_gc_mark`, so a compacting GC can neither free nor move an object we have
+//! numbered; hook results are pinned there too. The output is a plain Rust buffer
+//! (bytes, no Ruby values).
 
 use std::cell::UnsafeCell;
 use std::collections::HashMap;
@@ -16,11 +23,12 @@ use std::os::raw::c_int;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use magnus::rb_sys::AsRawValue;
-use magnus::{gc, typed_data::Obj, DataTypeFunctions, Ruby, TypedData, Value};
+use magnus::{gc, typed_data::Obj, DataTypeFunctions, Error, Ruby, TypedData, Value};
 use rb_sys::{ruby_value_type as T, VALUE};
 use rusty_core::marshal as core;
 
 use super::classes;
+use super::hooks::{self, DumpHook};
 use super::ids::{self, ids};
 
 /// Recursion deeper than this goes to the stdlib (which matches MRI by definition,
@@ -70,8 +78,13 @@ pub struct DumpTables {
     symbols: UnsafeCell<AddrMap>,
     /// Classes of `o` records already checked, with the symbol of their path.
     classes: UnsafeCell<Vec<(VALUE, VALUE)>>,
-    /// Objects we made while dumping (the Strings `Time#_dump` returns).
+    /// Objects we made or were handed while dumping (the Strings `Time#_dump` returns,
+    /// whatever `marshal_dump` / `_dump` return).
     pinned: UnsafeCell<Vec<VALUE>>,
+    /// Classes whose dump hooks were looked up: (class, `DumpHook` code, path symbol).
+    hooks: UnsafeCell<Vec<(VALUE, u8, VALUE)>>,
+    /// Objects whose `_dump` String's ivars are being written (MRI's `userdefs`).
+    userdefs: UnsafeCell<Vec<VALUE>>,
 }
 
 // SAFETY: the tables hold plain integers; the object is only used on the thread that
@@ -81,7 +94,20 @@ unsafe impl Send for DumpTables {}
 impl DataTypeFunctions for DumpTables {
     fn mark(&self, _marker: &gc::Marker) {
         for &v in unsafe { &*self.pinned.get() } {
+            if !rb_sys::SPECIAL_CONST_P(v) {
+                unsafe { rb_sys::rb_gc_mark(v) };
+            }
+        }
+        for &v in unsafe { &*self.userdefs.get() } {
             unsafe { rb_sys::rb_gc_mark(v) };
+        }
+        for &(klass, _, sym) in unsafe { &*self.hooks.get() } {
+            unsafe {
+                rb_sys::rb_gc_mark(klass);
+                if !rb_sys::SPECIAL_CONST_P(sym) {
+                    rb_sys::rb_gc_mark(sym);
+                }
+            }
         }
         for &(klass, sym) in unsafe { &*self.classes.get() } {
             unsafe {
@@ -121,6 +147,25 @@ impl DumpTables {
     }
     fn pin(&self, v: VALUE) {
         unsafe { &mut *self.pinned.get() }.push(v);
+    }
+    fn lookup_hook(&self, klass: VALUE) -> Option<(DumpHook, VALUE)> {
+        let hooks = unsafe { &*self.hooks.get() };
+        hooks
+            .iter()
+            .find(|(k, _, _)| *k == klass)
+            .map(|&(_, code, sym)| (DumpHook::from_code(code), sym))
+    }
+    fn insert_hook(&self, klass: VALUE, hook: DumpHook, sym: VALUE) {
+        unsafe { &mut *self.hooks.get() }.push((klass, hook as u8, sym));
+    }
+    fn userdef_in_progress(&self, obj: VALUE) -> bool {
+        unsafe { &*self.userdefs.get() }.contains(&obj)
+    }
+    fn push_userdef(&self, obj: VALUE) {
+        unsafe { &mut *self.userdefs.get() }.push(obj);
+    }
+    fn pop_userdef(&self) {
+        unsafe { &mut *self.userdefs.get() }.pop();
     }
     fn insert_class(&self, klass: VALUE, sym: VALUE) {
         unsafe { &mut *self.classes.get() }.push((klass, sym));
@@ -163,16 +208,51 @@ struct Dumper<'t> {
     depth: u32,
     utf8: c_int,
     usascii: c_int,
+    /// A scan: objects with dump hooks are leaves (their hooks are not called). A dump
+    /// runs one over the whole graph before it calls the first hook, so that everything
+    /// outside hook results is known to be native before any Ruby code runs.
+    scan: bool,
+    /// Whether the scan ran (and passed).
+    scanned: bool,
+    /// Whether Ruby code (a dump hook) has run: from then on, giving up means the
+    /// stdlib runs the hooks again (see `Outcome::Fallback`).
+    committed: bool,
+    root: VALUE,
+    root_limit: i32,
+    /// The exception to raise: one a hook raised, or MRI's for what a hook did.
+    error: Option<Error>,
 }
 
-/// The dump of `obj`, or `None` when it must go to the stdlib.
-pub fn dump(ruby: &Ruby, obj: Value, limit: i32) -> Option<Vec<u8>> {
+/// How a native dump ended.
+pub enum Outcome {
+    Done(Vec<u8>),
+    /// The stdlib must dump the whole call. If dump hooks already ran (only when a hook's
+    /// result holds something still outside the native set), the stdlib runs them again.
+    Fallback,
+    Raise(Error),
+}
+
+/// The dump of `obj`, or how it ended otherwise.
+pub fn dump(ruby: &Ruby, obj: Value, limit: i32) -> Outcome {
+    let (result, _) = run(ruby, obj.as_raw(), limit, false);
+    match result {
+        Ok(out) => Outcome::Done(out),
+        Err(Some(error)) => Outcome::Raise(error),
+        Err(None) => Outcome::Fallback,
+    }
+}
+
+/// One walk over the graph (a scan or a dump): the bytes, or the exception to raise
+/// (`None`: fall back), and whether Ruby code ran.
+fn run(ruby: &Ruby, obj: VALUE, limit: i32, scan: bool) -> (Result<Vec<u8>, Option<Error>>, bool) {
     let tables: Obj<DumpTables> = ruby.obj_wrap(DumpTables {
         // Sized so that typical small dumps never rehash.
         objects: UnsafeCell::new(AddrMap::with_capacity_and_hasher(32, Default::default())),
         symbols: UnsafeCell::new(AddrMap::with_capacity_and_hasher(16, Default::default())),
         classes: UnsafeCell::new(Vec::new()),
         pinned: UnsafeCell::new(Vec::new()),
+        hooks: UnsafeCell::new(Vec::new()),
+        userdefs: UnsafeCell::new(Vec::new()),
     });
     let mut dumper = Dumper {
         out: Vec::with_capacity(128),
@@ -184,14 +264,25 @@ pub fn dump(ruby: &Ruby, obj: Value, limit: i32) -> Option<Vec<u8>> {
         depth: 0,
         utf8: unsafe { rb_sys::rb_utf8_encindex() },
         usascii: unsafe { rb_sys::rb_usascii_encindex() },
+        scan,
+        scanned: scan,
+        committed: false,
+        root: obj,
+        root_limit: limit,
+        error: None,
     };
     dumper.out.push(core::MAJOR);
     dumper.out.push(core::MINOR);
-    let result = dumper.w_object(obj.as_raw(), limit);
+    let result = dumper.w_object(obj, limit);
     let out = std::mem::take(&mut dumper.out);
+    let committed = dumper.committed;
+    let error = dumper.error.take();
     // Keep the tables (and so the pins) alive until the walk is over.
     std::hint::black_box(&tables);
-    result.ok().map(|_| out)
+    match result {
+        Ok(()) => (Ok(out), committed),
+        Err(Fallback) => (Err(error), committed),
+    }
 }
 
 #[inline]
@@ -365,7 +456,15 @@ impl Dumper<'_> {
             return Ok(());
         }
         let klass = class_of(obj);
-        match unsafe { rb_sys::RB_BUILTIN_TYPE(obj) } {
+        let builtin = unsafe { rb_sys::RB_BUILTIN_TYPE(obj) };
+        if builtin == T::RUBY_T_OBJECT
+            || (builtin == T::RUBY_T_DATA && klass != unsafe { rb_sys::rb_cTime })
+        {
+            if let Some((hook, sym)) = self.hook_of(obj, klass)? {
+                return self.w_hooked(obj, hook, sym, limit);
+            }
+        }
+        match builtin {
             T::RUBY_T_SYMBOL => self.w_symbol(obj),
             T::RUBY_T_STRING => {
                 let uclass =
@@ -408,6 +507,10 @@ impl Dumper<'_> {
                 for i in 0..len {
                     let item = unsafe { rb_sys::RARRAY_AREF(obj, i as isize) };
                     self.w_object(item, limit)?;
+                    if unsafe { rb_sys::RARRAY_LEN(obj) } != len {
+                        // Only a dump hook can do that; MRI raises.
+                        return Err(self.raise_runtime("array modified during dump"));
+                    }
                 }
                 self.depth -= 1;
                 Ok(())
@@ -656,6 +759,197 @@ impl Dumper<'_> {
         Ok(sym)
     }
 
+    /// The dump hook instances of `klass` use, with the symbol of its path, or `None`
+    /// for none (or when the generic path must decide: singletons, `respond_to?`
+    /// overrides). Looked up once per class per dump.
+    fn hook_of(&mut self, obj: VALUE, klass: VALUE) -> Result<Option<(DumpHook, VALUE)>, Fallback> {
+        if let Some((hook, sym)) = self.tables.lookup_hook(klass) {
+            return Ok((hook != DumpHook::None).then_some((hook, sym)));
+        }
+        if flags(klass) & (rb_sys::ruby_fl_type::RUBY_FL_SINGLETON as VALUE) != 0 {
+            return Ok(None);
+        }
+        let hook = match hooks::dump_hook(obj, klass) {
+            Some(hook) => hook,
+            None => return Ok(None),
+        };
+        let sym = if hook == DumpHook::None {
+            rb_sys::Qnil as VALUE
+        } else {
+            // MRI calls the hook before it finds an anonymous class unnamable; the stdlib
+            // will do both, once.
+            self.path_symbol(klass)?
+        };
+        self.tables.insert_hook(klass, hook, sym);
+        Ok((hook != DumpHook::None).then_some((hook, sym)))
+    }
+
+    /// The symbol of `klass`'s path, if that path leads back to it.
+    fn path_symbol(&mut self, klass: VALUE) -> Result<VALUE, Fallback> {
+        let path = unsafe { rb_sys::rb_class_path(klass) };
+        self.tables.pin(path);
+        if classes::resolve_path(str_bytes(path)) != Some(klass) {
+            return Err(Fallback);
+        }
+        magnus::rb_sys::protect(|| unsafe { rb_sys::rb_str_intern(path) }).map_err(|_| Fallback)
+    }
+
+    /// An object with a dump hook, as MRI writes it: `U` (remembered, then
+    /// `marshal_dump`, then the class and the result) or `u` (`_dump(limit)`, the class,
+    /// the String's bytes and ivars, then remembered). A scan only remembers it.
+    fn w_hooked(&mut self, obj: VALUE, hook: DumpHook, sym: VALUE, limit: i32) -> Step {
+        let is_object = unsafe { rb_sys::RB_BUILTIN_TYPE(obj) } == T::RUBY_T_OBJECT;
+        // `_dump` objects other than T_OBJECTs carry their own ivars: the stdlib's.
+        if hook == DumpHook::UserDef && !is_object && flags(obj) & FL_EXIVAR != 0 {
+            return Err(Fallback);
+        }
+        if self.scan {
+            self.remember(obj);
+            return Ok(());
+        }
+        self.ensure_scanned()?;
+        self.enter()?;
+        let ids = ids();
+        if hook == DumpHook::MarshalDump {
+            self.remember(obj);
+            let v = self.call_hook(obj, ids.marshal_dump, "marshal_dump", &[])?;
+            self.out.push(core::TYPE_USRMARSHAL);
+            self.w_symbol(sym)?;
+            self.w_object(v, limit)?;
+            self.depth -= 1;
+            return Ok(());
+        }
+        // Ruby 3.3 refuses to re-enter an object's `_dump` while writing its String's
+        // ivars; 3.1 calls it again (a link in the ivars ends the recursion, or the depth
+        // cap sends the call to the stdlib).
+        if rb_sys::RUBY_API_VERSION_CODE >= 30300 && self.tables.userdef_in_progress(obj) {
+            return Err(self.raise_runtime("can't dump recursive object using _dump()"));
+        }
+        let level = unsafe { rb_sys::rb_int2inum(limit as isize) };
+        let data = self.call_hook(obj, ids.underscore_dump, "_dump", &[level])?;
+        if unsafe { !rb_sys::RB_TYPE_P(data, T::RUBY_T_STRING) } {
+            let ruby = unsafe { Ruby::get_unchecked() };
+            self.error = Some(Error::new(
+                ruby.exception_type_error(),
+                "_dump() must return string",
+            ));
+            return Err(Fallback);
+        }
+        if !is_object && flags(obj) & FL_EXIVAR != 0 {
+            return Err(Fallback); // the hook gave the object ivars
+        }
+        let enc = self.encoding_name(data);
+        let mut count = IvarCount {
+            count: 0,
+            odd: false,
+        };
+        if flags(data) & FL_EXIVAR != 0 {
+            unsafe {
+                rb_sys::rb_ivar_foreach(data, Some(count_ivar), &mut count as *mut IvarCount as _);
+            }
+        }
+        if count.odd || str_bytes(data).len() > MAX_LEN {
+            return Err(Fallback);
+        }
+        let num = count.count + usize::from(!matches!(enc, EncName::None));
+        if num > 0 {
+            self.out.push(core::TYPE_IVAR);
+        }
+        self.out.push(core::TYPE_USERDEF);
+        self.w_symbol(sym)?;
+        core::write_bytes(&mut self.out, str_bytes(data));
+        if num > 0 {
+            self.w_long(num as i64);
+            self.w_encoding(enc)?;
+            if count.count > 0 {
+                self.tables.push_userdef(obj);
+                let mut walk = IvarWalk {
+                    dumper: self,
+                    limit,
+                    failed: false,
+                };
+                unsafe {
+                    rb_sys::rb_ivar_foreach(
+                        data,
+                        Some(write_ivar),
+                        &mut walk as *mut IvarWalk as _,
+                    );
+                }
+                let failed = walk.failed;
+                self.tables.pop_userdef();
+                if failed {
+                    return Err(Fallback);
+                }
+            }
+        }
+        self.remember(obj);
+        self.depth -= 1;
+        Ok(())
+    }
+
+    /// Before the first dump hook runs: scan the whole graph (hooks as leaves) so that
+    /// anything the native dump cannot write outside hook results sends the call to the
+    /// stdlib while no Ruby code has run yet.
+    fn ensure_scanned(&mut self) -> Step {
+        if self.scanned {
+            return Ok(());
+        }
+        let ruby = unsafe { Ruby::get_unchecked() };
+        match run(&ruby, self.root, self.root_limit, true) {
+            (Ok(_), _) => {
+                self.scanned = true;
+                Ok(())
+            }
+            _ => Err(Fallback),
+        }
+    }
+
+    /// Calls a dump hook (any visibility, as MRI's `rb_funcallv`); an exception it
+    /// raises is re-raised once the walk has unwound, and so is MRI's RuntimeError for a
+    /// result of the object's own class.
+    fn call_hook(
+        &mut self,
+        obj: VALUE,
+        mid: rb_sys::ID,
+        name: &str,
+        args: &[VALUE],
+    ) -> Result<VALUE, Fallback> {
+        self.committed = true;
+        let result = magnus::rb_sys::protect(|| unsafe {
+            rb_sys::rb_funcallv(obj, mid, args.len() as c_int, args.as_ptr())
+        });
+        match result {
+            Ok(v) => {
+                self.tables.pin(v);
+                // MRI compares CLASS_OF (singletons included); `obj` is a heap object.
+                let klass = class_of(obj);
+                if !rb_sys::SPECIAL_CONST_P(v) && class_of(v) == klass {
+                    let path = unsafe { rb_sys::rb_class_path(klass) };
+                    self.tables.pin(path);
+                    let class_name = String::from_utf8_lossy(str_bytes(path)).into_owned();
+                    let ruby = unsafe { Ruby::get_unchecked() };
+                    self.error = Some(Error::new(
+                        ruby.exception_runtime_error(),
+                        format!("{class_name}#{name} returned same class instance"),
+                    ));
+                    return Err(Fallback);
+                }
+                Ok(v)
+            }
+            Err(e) => {
+                self.error = Some(e);
+                Err(Fallback)
+            }
+        }
+    }
+
+    /// MRI's RuntimeError for what a dump hook did, to be raised once the walk unwinds.
+    fn raise_runtime(&mut self, message: &'static str) -> Fallback {
+        let ruby = unsafe { Ruby::get_unchecked() };
+        self.error = Some(Error::new(ruby.exception_runtime_error(), message));
+        Fallback
+    }
+
     #[inline]
     fn enter(&mut self) -> Step {
         self.depth += 1;
@@ -746,10 +1040,17 @@ impl Dumper<'_> {
             limit,
             failed: false,
         };
-        unsafe {
+        // rb_hash_foreach raises if a dump hook resized the Hash: keep that out of Rust.
+        let walked = magnus::rb_sys::protect(|| unsafe {
             rb_sys::rb_hash_foreach(obj, Some(hash_each), &mut walk as *mut HashWalk as VALUE);
+            rb_sys::Qnil as VALUE
+        });
+        let failed = walk.failed;
+        if let Err(e) = walked {
+            self.error = Some(e);
+            return Err(Fallback);
         }
-        if walk.failed {
+        if failed {
             return Err(Fallback);
         }
         if !rb_sys::NIL_P(ifnone) {

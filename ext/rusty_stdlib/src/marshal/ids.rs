@@ -16,6 +16,7 @@ pub struct Ids {
     pub compare_by_identity_p: ID,
     pub hash: ID,
     pub underscore_load: ID,
+    pub marshal_load: ID,
     /// `:Time`, the class symbol of a Time's `u` record.
     pub sym_time: VALUE,
     /// The internal ivar names `Time#_dump` puts on its String, which `Time._load` reads.
@@ -46,6 +47,7 @@ pub fn init(_ruby: &Ruby) {
         compare_by_identity_p: intern(c"compare_by_identity?"),
         hash: intern(c"hash"),
         underscore_load: intern(c"_load"),
+        marshal_load: intern(c"marshal_load"),
         sym_time: rb_sys::ID2SYM(intern(c"Time")),
         time_ivars: [
             intern(c"offset"),
@@ -125,5 +127,15 @@ pub fn core_time_load() -> bool {
             && rb_sys::rb_method_basic_definition_p(time, ids.hash) != 0
             && rb_sys::rb_method_basic_definition_p(time, ids.eql_p) != 0
             && super::classes::resolve_path(b"Time") == Some(time)
+    }
+}
+
+/// Whether asking instances of `klass` (or `klass` itself, for its singleton methods, when
+/// `klass` is its metaclass) `respond_to?` runs no Ruby code.
+pub fn respond_to_is_core(klass: VALUE) -> bool {
+    let ids = ids();
+    unsafe {
+        rb_sys::rb_method_basic_definition_p(klass, ids.respond_to) != 0
+            && rb_sys::rb_method_basic_definition_p(klass, ids.respond_to_missing) != 0
     }
 }

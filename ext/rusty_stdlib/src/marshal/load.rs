@@ -1,13 +1,21 @@
 //! The native `Marshal.load` from a String: the records `dump.rs` writes (nil, true,
 //! false, `i`, `l`, `f`, `"`, `I"`, `:`, `I:`, `;`, `[`, `{`, `}`, `o`, `S` of named
-//! `Struct.new` classes, `C`/`IC` of String, Array and Hash subclasses, `Iu`/`u` of Time,
-//! `@`), building the objects MRI builds with the same C calls. Anything else, and any malformed or
-//! truncated input, returns `None` and the stdlib loads the same bytes instead (raising
-//! its own exception where the data is bad).
+//! `Struct.new` classes, `C`/`IC` of String, Array and Hash subclasses, `Iu`/`u` of Time
+//! and of classes with `_load`, `U` of classes with `marshal_load`, `@`), building the
+//! objects MRI builds with the same C calls. Anything else, and any malformed or
+//! truncated input, falls back and the stdlib loads the same bytes instead (raising its
+//! own exception where the data is bad).
+//!
+//! Hooks: the first `U`/`u` record of a user class triggers a scan of the whole input
+//! (hooks not called, see `Loader::scan`), so that bad or unsupported bytes anywhere go
+//! to the stdlib before any hook has run. Hooks are called inside `protect`; once one
+//! has run, inserts into containers it may have seen (or whose keys hash in Ruby) are
+//! protected too, and what they raise is raised once the load has unwound.
 //!
 //! GC safety: every heap object we create goes into the link table (a marked TypedData),
 //! `symbols`, `classes` or `kept` (Ruby Arrays), all held on the stack, before the next
-//! allocation; the source bytes are copied into a Rust buffer first, so a moving GC cannot pull them away.
+//! allocation; the source bytes are copied into a Rust buffer first, so a moving GC
+//! cannot pull them away.
 
 use std::cell::UnsafeCell;
 use std::ffi::CString;
@@ -15,11 +23,12 @@ use std::os::raw::{c_char, c_int, c_long};
 use std::sync::OnceLock;
 
 use magnus::rb_sys::{AsRawValue, FromRawValue};
-use magnus::{gc, typed_data::Obj, DataTypeFunctions, Ruby, TypedData, Value};
+use magnus::{gc, typed_data::Obj, DataTypeFunctions, Error, Ruby, TypedData, Value};
 use rb_sys::VALUE;
 use rusty_core::marshal::{self as core, Reader};
 
 use super::classes;
+use super::hooks;
 use super::ids::{self, ids};
 
 const MAX_DEPTH: u32 = 1000;
@@ -52,6 +61,19 @@ impl DataTypeFunctions for LoadTable {
 
 struct Loader<'a> {
     r: Reader<'a>,
+    /// The whole input after the version bytes (a scan reads it again from the start).
+    source: &'a [u8],
+    /// A scan: `U` and `u` records of user classes are read but their hooks are not
+    /// called (their objects are nil). A load runs one over the whole input before it
+    /// calls the first hook, so that anything outside the native subset (or malformed)
+    /// sends the call to the stdlib while no Ruby code has run yet.
+    scan: bool,
+    /// Whether the scan ran (and passed).
+    scanned: bool,
+    /// Whether Ruby code (a load hook) has run.
+    committed: bool,
+    /// The exception to raise: one a hook raised.
+    error: Option<Error>,
     /// MRI's `arg->data`: objects by link index.
     table: &'a LoadTable,
     /// MRI's `arg->symbols`: symbols by symlink index (nil while being read).
@@ -74,11 +96,20 @@ struct Loader<'a> {
     usascii_enc: *mut rb_sys::rb_encoding,
 }
 
-/// The object `source` holds, or `None` when the stdlib must load it.
-pub fn load(ruby: &Ruby, source: Value, freeze: bool) -> Option<Value> {
+/// How a native load ended.
+pub enum Outcome {
+    Done(Value),
+    /// The stdlib must load the input. If load hooks already ran (only when Ruby code
+    /// changed what the scan had found loadable), the stdlib runs them again.
+    Fallback,
+    Raise(Error),
+}
+
+/// The object `source` holds, or how the load ended otherwise.
+pub fn load(ruby: &Ruby, source: Value, freeze: bool) -> Outcome {
     let raw = source.as_raw();
     if unsafe { !rb_sys::RB_TYPE_P(raw, rb_sys::ruby_value_type::RUBY_T_STRING) } {
-        return None;
+        return Outcome::Fallback;
     }
     let data = unsafe {
         let len = rb_sys::RSTRING_LEN(raw) as usize;
@@ -89,14 +120,34 @@ pub fn load(ruby: &Ruby, source: Value, freeze: bool) -> Option<Value> {
         }
     };
     if data.len() < 2 || data[0] != core::MAJOR || data[1] != core::MINOR {
-        return None;
+        return Outcome::Fallback;
     }
+    match run(ruby, &data[2..], freeze, false) {
+        (Ok(v), _) => Outcome::Done(unsafe { Value::from_raw(v) }),
+        (Err(Some(error)), _) => Outcome::Raise(error),
+        (Err(None), _) => Outcome::Fallback,
+    }
+}
+
+/// One pass over `source` (a scan or a load): the object, or the exception to raise
+/// (`None`: fall back), and whether Ruby code ran.
+fn run(
+    ruby: &Ruby,
+    source: &[u8],
+    freeze: bool,
+    scan: bool,
+) -> (Result<VALUE, Option<Error>>, bool) {
     let table: Obj<LoadTable> = ruby.obj_wrap(LoadTable {
         links: UnsafeCell::new(Vec::with_capacity(16)),
     });
     let symbols = unsafe { rb_sys::rb_ary_new() };
     let mut loader = Loader {
-        r: Reader::new(&data[2..]),
+        r: Reader::new(source),
+        source,
+        scan,
+        scanned: scan,
+        committed: false,
+        error: None,
         table: &table,
         symbols,
         plain_symbols: Vec::new(),
@@ -114,7 +165,19 @@ pub fn load(ruby: &Ruby, source: Value, freeze: bool) -> Option<Value> {
     let result = loader.r_object();
     // The tables must outlive every object they protect.
     std::hint::black_box((&table, symbols, loader.classes, loader.kept));
-    result.ok().map(|v| unsafe { Value::from_raw(v) })
+    match result {
+        Ok(v) => (Ok(v), loader.committed),
+        Err(Fallback) => (Err(loader.error.take()), loader.committed),
+    }
+}
+
+/// MRI's `r_copy_ivar` step: an ivar of `marshal_load`'s argument the new object lacks.
+unsafe extern "C" fn copy_ivar(id: rb_sys::ID, value: VALUE, obj: rb_sys::st_data_t) -> c_int {
+    let obj = obj as VALUE;
+    if rb_sys::rb_ivar_defined(obj, id) == rb_sys::Qfalse as VALUE {
+        rb_sys::rb_ivar_set(obj, id, value);
+    }
+    rb_sys::st_retval::ST_CONTINUE as c_int
 }
 
 extern "C" {
@@ -315,12 +378,13 @@ impl Loader<'_> {
                     Ok(self.leave_string(s))
                 }
                 core::TYPE_SYMBOL => self.r_symreal(true),
-                core::TYPE_USERDEF => self.r_time(true),
+                core::TYPE_USERDEF => self.r_userdef(true),
                 core::TYPE_UCLASS => self.r_uclass(true),
                 _ => Err(Fallback),
             },
             core::TYPE_UCLASS => self.r_uclass(false),
-            core::TYPE_USERDEF => self.r_time(false),
+            core::TYPE_USERDEF => self.r_userdef(false),
+            core::TYPE_USRMARSHAL => self.r_usrmarshal(),
             core::TYPE_SYMBOL => self.r_symreal(false),
             core::TYPE_SYMLINK => self.r_symlink().map(|(sym, _)| sym),
             core::TYPE_LINK => {
@@ -341,7 +405,7 @@ impl Loader<'_> {
                 self.entry(ary);
                 for _ in 0..len {
                     let item = self.r_object()?;
-                    unsafe { rb_sys::rb_ary_push(ary, item) };
+                    self.guarded(|| unsafe { rb_sys::rb_ary_push(ary, item) })?;
                 }
                 if self.freeze {
                     unsafe { rb_sys::rb_obj_freeze(ary) };
@@ -359,7 +423,11 @@ impl Loader<'_> {
                     let key = self.r_object()?;
                     let value = self.r_object()?;
                     self.check_key_hashing(key)?;
-                    unsafe { rb_sys::rb_hash_aset(hash, key, value) };
+                    // After a hook ran, a key may hash with Ruby code (or the Hash be frozen).
+                    self.guarded(|| unsafe {
+                        rb_sys::rb_hash_aset(hash, key, value);
+                        qnil()
+                    })?;
                 }
                 if t == core::TYPE_HASH_DEF {
                     let ifnone = self.r_object()?;
@@ -395,10 +463,6 @@ impl Loader<'_> {
     /// `Time._load`; the Time takes its link index after the ivar values.
     fn r_time(&mut self, with_ivars: bool) -> Load<VALUE> {
         let ids = ids();
-        let (class_sym, _) = self.r_symbol()?;
-        if class_sym != ids.sym_time {
-            return Err(Fallback);
-        }
         if !self.time_checked {
             if !ids::core_time_load() {
                 return Err(Fallback);
@@ -471,6 +535,151 @@ impl Loader<'_> {
         Ok(())
     }
 
+    /// A `u` record: Time's (the core `_load`, read field by field) or a user class's
+    /// `_load` called with the String and its ivars; the result takes its link index.
+    fn r_userdef(&mut self, with_ivars: bool) -> Load<VALUE> {
+        let (class_sym, _) = self.r_symbol()?;
+        if class_sym == ids().sym_time {
+            return self.r_time(with_ivars);
+        }
+        let (klass, _) = self.named_class(class_sym)?;
+        if !hooks::underscore_load_class(klass) {
+            return Err(Fallback);
+        }
+        let bytes = self.r.read_bytes().ok_or(Fallback)?;
+        let data =
+            unsafe { rb_sys::rb_str_new(bytes.as_ptr() as *const c_char, bytes.len() as c_long) };
+        self.keep(data);
+        if with_ivars {
+            self.r_string_ivars(data)?;
+        }
+        if self.scan {
+            self.entry(qnil());
+            return Ok(qnil());
+        }
+        self.ensure_scanned()?;
+        let v = self.call_hook(klass, ids().underscore_load, data)?;
+        self.entry(v);
+        // Ruby 3.1 freezes the result only through the `I` wrapper's r_leave; 3.3 always.
+        if self.freeze && (with_ivars || rb_sys::RUBY_API_VERSION_CODE >= 30300) {
+            if unsafe { rb_sys::RB_TYPE_P(v, rb_sys::ruby_value_type::RUBY_T_STRING) } {
+                return Err(Fallback); // MRI may intern it: the stdlib's
+            }
+            unsafe { rb_sys::rb_obj_freeze(v) };
+        }
+        Ok(v)
+    }
+
+    /// A `U` record: MRI allocates the object, gives it its link index, reads the data,
+    /// calls `marshal_load` with it, then copies the data's ivars the object lacks.
+    fn r_usrmarshal(&mut self) -> Load<VALUE> {
+        let (class_sym, _) = self.r_symbol()?;
+        let (klass, _) = self.named_class(class_sym)?;
+        if !hooks::marshal_load_class(klass) {
+            return Err(Fallback);
+        }
+        if self.scan {
+            // Placeholder: nothing of a user class exists (or hashes) during a scan.
+            self.entry(qnil());
+            self.r_object()?;
+            return Ok(qnil());
+        }
+        self.ensure_scanned()?;
+        let v = magnus::rb_sys::protect(|| unsafe { rb_sys::rb_obj_alloc(klass) })
+            .map_err(|_| Fallback)?;
+        self.entry(v);
+        if unsafe { rb_sys::rb_obj_respond_to(v, ids().marshal_load, 1) } == 0 {
+            return Err(Fallback); // MRI's TypeError: the stdlib's
+        }
+        let data = self.r_object()?;
+        self.call_hook(v, ids().marshal_load, data)?;
+        if !rb_sys::SPECIAL_CONST_P(data) {
+            self.guarded(|| unsafe {
+                rb_sys::rb_ivar_foreach(data, Some(copy_ivar), v as rb_sys::st_data_t);
+                qnil()
+            })?;
+        }
+        // Ruby 3.1 leaves a `U` object unfrozen under `freeze: true`; 3.3 freezes it.
+        if self.freeze && rb_sys::RUBY_API_VERSION_CODE >= 30300 {
+            unsafe { rb_sys::rb_obj_freeze(v) };
+        }
+        Ok(v)
+    }
+
+    /// The ivars of a `u` record's String: its encoding, or plain ivars set on it.
+    fn r_string_ivars(&mut self, s: VALUE) -> Load<()> {
+        let ids = ids();
+        let count = self.long()?;
+        for _ in 0..count {
+            let (name, plain) = self.r_symbol()?;
+            let value = self.r_object()?;
+            if plain && name == ids.sym_e {
+                let idx = if value == rb_sys::Qtrue as VALUE {
+                    self.utf8
+                } else if value == rb_sys::Qfalse as VALUE {
+                    self.usascii
+                } else {
+                    return Err(Fallback);
+                };
+                unsafe { rb_sys::rb_enc_associate_index(s, idx) };
+            } else if plain && name == ids.sym_encoding {
+                let idx = self.encoding_index_named(value)?;
+                unsafe { rb_sys::rb_enc_associate_index(s, idx) };
+            } else {
+                let id = unsafe { rb_sys::SYM2ID(name) };
+                if id == ids.id_k {
+                    return Err(Fallback); // MRI's ArgumentError (not a Hash): the stdlib's
+                }
+                unsafe { rb_sys::rb_ivar_set(s, id, value) };
+            }
+        }
+        Ok(())
+    }
+
+    /// Before the first load hook runs: scan the whole input (see `scan`).
+    fn ensure_scanned(&mut self) -> Load<()> {
+        if self.scanned {
+            return Ok(());
+        }
+        let ruby = unsafe { Ruby::get_unchecked() };
+        match run(&ruby, self.source, self.freeze, true) {
+            (Ok(_), _) => {
+                self.scanned = true;
+                Ok(())
+            }
+            _ => Err(Fallback),
+        }
+    }
+
+    /// Calls a load hook with one argument; an exception it raises is re-raised once the
+    /// load has unwound.
+    fn call_hook(&mut self, recv: VALUE, mid: rb_sys::ID, arg: VALUE) -> Load<VALUE> {
+        self.committed = true;
+        let args = [arg];
+        match magnus::rb_sys::protect(|| unsafe {
+            rb_sys::rb_funcallv(recv, mid, 1, args.as_ptr())
+        }) {
+            Ok(v) => Ok(v),
+            Err(e) => {
+                self.error = Some(e);
+                Err(Fallback)
+            }
+        }
+    }
+
+    /// Runs `f`, which may raise only once Ruby code has had the loaded objects in hand
+    /// (a hook froze a container, a key hashes in Ruby): then inside `protect`.
+    #[inline]
+    fn guarded(&mut self, f: impl FnOnce() -> VALUE) -> Load<VALUE> {
+        if !self.committed {
+            return Ok(f());
+        }
+        magnus::rb_sys::protect(f).map_err(|e| {
+            self.error = Some(e);
+            Fallback
+        })
+    }
+
     /// Holds `v` for the rest of the load (objects MRI does not enter in its tables).
     fn keep(&mut self, v: VALUE) {
         if self.kept == 0 {
@@ -501,7 +710,7 @@ impl Loader<'_> {
                 return Err(Fallback);
             }
             let value = self.r_object()?;
-            unsafe { rb_sys::rb_ivar_set(obj, id, value) };
+            self.guarded(|| unsafe { rb_sys::rb_ivar_set(obj, id, value) })?;
         }
         if self.freeze {
             unsafe { rb_sys::rb_obj_freeze(obj) };
