@@ -449,6 +449,23 @@ RSpec.describe "RustyStdlib::Marshal" do
       end
     end
 
+    it "gives Hashes the interned String keys the stdlib gives them (and links the originals)" do
+      h = { "k" => 1, "k".b => 2, "k".encode("US-ASCII") => 3, "caf\u00e9" => 4, ("x" * 70) => 5 }
+      k = h.keys.first
+      value = [h, k, [{ "k" => 6 }] * 3, { "k" => 7, "caf\u00e9" => 8 }, { "k".encode("UTF-16LE") => 9 }]
+      bytes = stdlib.dump(value)
+      expect(native_load(bytes)).not_to equal(fallback)
+      expect_same_load(bytes)
+      expect_parity(stdlib, ours) do |m|
+        loaded = m.load(bytes)
+        keys = loaded.values_at(0, 3, 4).flat_map(&:keys) + loaded[2].flat_map(&:keys)
+        # An interned key is the VM's one copy of its bytes and encoding; the linked
+        # original stays a separate, unfrozen String.
+        [keys.map { |key| [key.encoding, key.frozen?, key.equal?(-key.dup)] }, loaded[1].frozen?,
+         loaded[1].equal?(loaded[0].keys.first)]
+      end
+    end
+
     it "preserves shared references and freezes like the stdlib" do
       s = +"s"
       bytes = stdlib.dump([s, s, { s => s }, [s], Hash.new(s)])

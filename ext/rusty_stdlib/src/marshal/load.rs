@@ -30,6 +30,7 @@ use rusty_core::marshal::{self as core, Reader};
 use super::classes;
 use super::hooks;
 use super::ids::{self, ids};
+use super::key_cache::KeyCache;
 
 const MAX_DEPTH: u32 = 1000;
 
@@ -74,6 +75,8 @@ struct Loader<'a> {
     committed: bool,
     /// The exception to raise: one a hook raised.
     error: Option<Error>,
+    /// Interned String keys of this load, by content.
+    keys: KeyCache,
     /// MRI's `arg->data`: objects by link index.
     table: &'a LoadTable,
     /// MRI's `arg->symbols`: symbols by symlink index (nil while being read).
@@ -148,6 +151,7 @@ fn run(
         scanned: scan,
         committed: false,
         error: None,
+        keys: KeyCache::new(),
         table: &table,
         symbols,
         plain_symbols: Vec::new(),
@@ -164,7 +168,13 @@ fn run(
     };
     let result = loader.r_object();
     // The tables must outlive every object they protect.
-    std::hint::black_box((&table, symbols, loader.classes, loader.kept));
+    std::hint::black_box((
+        &table,
+        symbols,
+        loader.classes,
+        loader.kept,
+        loader.keys.strings(),
+    ));
     match result {
         Ok(v) => (Ok(v), loader.committed),
         Err(Fallback) => (Err(loader.error.take()), loader.committed),
@@ -423,6 +433,7 @@ impl Loader<'_> {
                     let key = self.r_object()?;
                     let value = self.r_object()?;
                     self.check_key_hashing(key)?;
+                    let key = self.keys.key_for(key);
                     // After a hook ran, a key may hash with Ruby code (or the Hash be frozen).
                     self.guarded(|| unsafe {
                         rb_sys::rb_hash_aset(hash, key, value);

@@ -32,6 +32,7 @@ mod classes;
 mod dump;
 mod hooks;
 mod ids;
+mod key_cache;
 mod load;
 
 use magnus::{function, prelude::*, Error, RModule, Ruby, Value};
