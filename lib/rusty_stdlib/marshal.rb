@@ -7,13 +7,15 @@ module RustyStdlib
   # false, Integer, Float, String, Symbol, Array, Hash (with links, encodings and
   # defaults, as format 4.8 writes them), Time, classes and modules, plain objects of
   # named classes, Structs of named Struct.new classes, Strings, Arrays and Hashes of
-  # named subclasses, and objects of named classes with marshal_dump/marshal_load or
-  # _dump/_load (the hooks run exactly as the stdlib runs them).
+  # named subclasses, objects of named classes with marshal_dump/marshal_load or
+  # _dump/_load (the hooks run exactly as the stdlib runs them), Regexps, instance
+  # variables on Strings/Arrays/Hashes/Structs, compare_by_identity and ruby2_keywords
+  # Hashes.
   #
   # A module prepended to Marshal's singleton class tries the native code first; it
   # answers only when the whole call is within what it supports, otherwise the stdlib
-  # handles the whole call (other classes, extended objects, ivars on core objects,
-  # singletons, IO ports, a load proc, classes that would need an autoload,
+  # handles the whole call (other classes such as Range, Rational, Complex, exceptions,
+  # extended objects, singletons, IO ports, a load proc, classes that would need an autoload,
   # unusual or malformed bytes, depth limits and their errors). That is decided before
   # any hook runs, except for something unsupported inside a marshal_dump result: then
   # the stdlib runs the hooks again. The stdlib

@@ -163,6 +163,12 @@ module MarshalHelper
     end
   end
 
+  # `obj` with the given instance variables set (name, value, name, value, ...).
+  def self.with_ivars(obj, *pairs)
+    pairs.each_slice(2) { |name, value| obj.instance_variable_set(name, value) }
+    obj
+  end
+
   # A structural description of a loaded object graph: classes, values, encodings,
   # frozenness, default values, and which objects are the same object (shared
   # references and cycles). Two loads agree iff their descriptions are ==.
@@ -175,21 +181,24 @@ module MarshalHelper
 
     seen[obj] = seen.size
     frozen = obj.frozen?
+    # Instance variables of any object (Strings, Arrays, Hashes, Structs included).
+    ivars = obj.instance_variables.map { |iv| [iv, describe(obj.instance_variable_get(iv), seen)] }
     case obj
     when Float
       [Float, [obj].pack("G"), frozen]
     when String
       # ascii_only? and valid_encoding? read the coderange, which String#eql? also uses.
-      [obj.class, obj.b, obj.encoding, frozen, obj.instance_variables, obj.ascii_only?, obj.valid_encoding?]
+      [obj.class, obj.b, obj.encoding, frozen, ivars, obj.ascii_only?, obj.valid_encoding?]
     when Array
-      [obj.class, frozen, obj.map { |e| describe(e, seen) }]
+      [obj.class, frozen, obj.map { |e| describe(e, seen) }, ivars]
     when Time
       [obj.class, frozen, obj.to_r, obj.utc_offset, obj.zone, obj.utc?, obj.instance_variables]
     when Hash
       [obj.class, frozen, obj.compare_by_identity?, describe(obj.default, seen), obj.default_proc&.class,
-       obj.map { |k, v| [describe(k, seen), describe(v, seen)] }]
+       Hash.ruby2_keywords_hash?(obj), obj.map { |k, v| [describe(k, seen), describe(v, seen)] }, ivars]
+    when Regexp
+      [obj.class, frozen, obj.source.b, obj.options, obj.encoding, obj.fixed_encoding?, ivars]
     else
-      ivars = obj.instance_variables.map { |iv| [iv, describe(obj.instance_variable_get(iv), seen)] }
       inspected = obj.inspect
       inspected = nil if inspected.match?(/0x\h{8,}/) # addresses differ between two loads
       [obj.class, frozen, inspected, ivars]
@@ -222,7 +231,7 @@ module MarshalHelper
       end
       kind = depth > 5 || @budget <= 0 ? @rng.rand(7) : @rng.rand(11)
       value = case kind
-              when 0 then [nil, true, false, nil, String, Kernel, RustyMarshalSpec::Point][@rng.rand(7)]
+              when 0 then scalar
               when 1, 5 then integer
               when 2 then float
               when 3 then string
@@ -235,6 +244,25 @@ module MarshalHelper
               end
       @pool << value unless value.nil? || value == true || value == false
       value
+    end
+
+    def scalar
+      case @rng.rand(10)
+      when 7 then regexp
+      else [nil, true, false, nil, String, Kernel, RustyMarshalSpec::Point][@rng.rand(7)]
+      end
+    end
+
+    # Regexps with every kind of encoding MRI writes (none, US-ASCII, UTF-8, others).
+    def regexp
+      [/re/i, /a\d+b/mx, /caf\u00e9/, /x/n, Regexp.new("\u65e5".encode("EUC-JP")), Regexp.new("[/]", Regexp::EXTENDED)]
+        .sample(random: @rng).then { |r| @rng.rand < 0.5 ? Regexp.new(r.source, r.options) : r }
+    end
+
+    # Instance variables on a String, Array or Hash (an `I` record around it).
+    def maybe_ivars(obj, depth)
+      obj.instance_variable_set(%i[@tag @meta].sample(random: @rng), node(depth + 1)) if @rng.rand < 0.1
+      obj
     end
 
     def integer
@@ -268,6 +296,7 @@ module MarshalHelper
       end
       s = +s
       s = RustyMarshalSpec::MyString.new(s) if @rng.rand < 0.15
+      s.instance_variable_set(:@note, @rng.rand(100)) if @rng.rand < 0.1
       s.freeze if @rng.rand < 0.2
       s
     end
@@ -286,7 +315,7 @@ module MarshalHelper
       @pool << a
       @rng.rand(0..5).times { a << node(depth + 1) }
       a << a if @rng.rand < 0.05
-      a
+      maybe_ivars(a, depth)
     end
 
     def time
@@ -340,9 +369,11 @@ module MarshalHelper
     def hash(depth)
       h = @rng.rand < 0.15 ? Hash.new(node(depth + 1)) : {}
       h = RustyMarshalSpec::MyHash.new.replace(h).tap { |m| m.default = h.default } if @rng.rand < 0.15
+      h = Hash.ruby2_keywords_hash(h) if h.instance_of?(Hash) && @rng.rand < 0.08
+      h.compare_by_identity if @rng.rand < 0.1
       @pool << h
       @rng.rand(0..4).times { h[node(depth + 1)] = node(depth + 1) }
-      h
+      maybe_ivars(h, depth)
     end
   end
 end

@@ -94,7 +94,24 @@ RSpec.describe "RustyStdlib::Marshal" do
        RustyMarshalSpec::MyHash.new(5).merge!(x: 1), [RustyMarshalSpec::MyString.new("s")] * 2,
        RustyMarshalSpec::MyArray.new.tap { |a| a << a }, { RustyMarshalSpec::MyArray[1] => 2 }],
     "classes and modules" => [String, Kernel, Comparable, BasicObject, RustyMarshalSpec, RustyMarshalSpec::Point,
-                              [String, String, Kernel, Kernel], { Integer => Float }, Encoding::Converter, File::Constants]
+                              [String, String, Kernel, Kernel], { Integer => Float }, Encoding::Converter, File::Constants],
+    "instance variables on Strings, Arrays, Hashes and Structs (I records)" =>
+      [MarshalHelper.with_ivars(+"iv", :@note, 1), MarshalHelper.with_ivars("bin".b, :@a, [1, :b], :@c, nil),
+       MarshalHelper.with_ivars("x".encode("Shift_JIS"), :@x, "y".encode("EUC-JP")),
+       MarshalHelper.with_ivars([1, 2], :@n, shared_s), MarshalHelper.with_ivars({ a: 1 }, :@h, shared_a),
+       MarshalHelper.with_ivars(Hash.new(3), :@d, 4), MarshalHelper.with_ivars(RustyMarshalSpec::Pair.new(1, 2), :@p, :q),
+       MarshalHelper.with_ivars(RustyMarshalSpec::MyString.new("sub"), :@s, 1),
+       MarshalHelper.with_ivars(RustyMarshalSpec::MyArray[1], :@s, 2), MarshalHelper.with_ivars(RustyMarshalSpec::MyHash[b: 1], :@s, 3),
+       MarshalHelper.with_ivars(+"self", :@me, nil).tap { |str| str.instance_variable_set(:@me, [str]) }],
+    "Regexps (/ records)" => [/re/, /a\d+b/mix, /caf\u00e9/, Regexp.new("x".b), /x/n, Regexp.new("\\/"), /\d\h/,
+                              Regexp.new("\u65e5".encode("EUC-JP")), [/r/, /r/], Regexp.new("[a-z]+", Regexp::EXTENDED | Regexp::IGNORECASE)],
+    "compare_by_identity Hashes (C:Hash)" =>
+      [{}.compare_by_identity, {}.compare_by_identity.tap { |h| h["a"] = 1; h["a".dup] = 2; h[shared_s] = 3 },
+       Hash.new(0).compare_by_identity.tap { |h| h[:k] = 1 }, RustyMarshalSpec::MyHash.new.compare_by_identity.tap { |h| h[1] = 2 },
+       MarshalHelper.with_ivars({}.compare_by_identity, :@i, 1)],
+    "ruby2_keywords Hashes (the K flag)" =>
+      [[Hash.ruby2_keywords_hash({ a: 1 })], [MarshalHelper.with_ivars(Hash.ruby2_keywords_hash({ b: 2 }), :@k, 1)],
+       [Hash.ruby2_keywords_hash(Hash.new(1).merge!(c: 3))], Hash.ruby2_keywords_hash({ top: 1 })]
   }
 
   describe "dump" do
@@ -105,6 +122,12 @@ RSpec.describe "RustyStdlib::Marshal" do
           expect(native_dump(v)).not_to be_nil, "fell back for #{v.inspect}"
         end
       end
+    end
+
+    it "writes a Regexp with an ivar natively (MRI's load drops the ivar: that load is the stdlib's)" do
+      v = [Regexp.new("r").tap { |r| r.instance_variable_set(:@x, 1) }]
+      expect_same_dump(v)
+      expect(native_dump(v)).not_to be_nil
     end
 
     it "numbers links and symlinks as MRI does across a mixed graph" do
@@ -207,7 +230,7 @@ RSpec.describe "RustyStdlib::Marshal" do
     it "falls back for the subclass cases MRI runs Ruby code for, or that it cannot name" do
       keyed = RustyMarshalSpec::HashingString.new("k")
       [RustyMarshalSpec::DefaultingHash[a: 1], Class.new(String).new("anon"), Class.new(Array).new,
-       RustyMarshalSpec::MyString.new("ext").extend(Comparable), RustyMarshalSpec::MyArray[1].tap { |a| a.instance_variable_set(:@iv, 1) }].each do |v|
+       RustyMarshalSpec::MyString.new("ext").extend(Comparable)].each do |v|
         expect(native_dump([v])).to be_nil, "did not fall back for #{v.inspect}"
         expect_same_dump([v])
       end
@@ -221,8 +244,8 @@ RSpec.describe "RustyStdlib::Marshal" do
       expect_parity(stdlib, ours) { |m| MarshalHelper.describe(m.load(bytes)).to_s }
     end
 
-    it "falls back for anonymous structs and Data, structs with ivars and Range" do
-      odd = [Struct.new(:z).new(1), RustyMarshalSpec::Pair.new(1, 2).tap { |x| x.instance_variable_set(:@iv, 1) }, 1..2]
+    it "falls back for anonymous structs and Data, and Range" do
+      odd = [Struct.new(:z).new(1), 1..2]
       odd << Data.define(:q).new(q: 1) if defined?(RustyMarshalSpec::DataPoint)
       odd.each do |v|
         expect(native_dump([v])).to be_nil
@@ -273,10 +296,6 @@ RSpec.describe "RustyStdlib::Marshal" do
     ext_mod = Module.new
     Object.const_set(:RustyMarshalSpecExt, ext_mod) unless Object.const_defined?(:RustyMarshalSpecExt)
 
-    with_ivar = +"iv"
-    with_ivar.instance_variable_set(:@note, 1)
-    ary_ivar = [1]
-    ary_ivar.instance_variable_set(:@n, 2)
     extended = (+"e").extend(RustyMarshalSpecExt)
     singleton = +"s"
     singleton.define_singleton_method(:hi) { 1 }
@@ -293,14 +312,9 @@ RSpec.describe "RustyStdlib::Marshal" do
       "extended String/Array/Hash subclasses" =>
         [RustyMarshalSpecString.new("x").extend(Comparable), RustyMarshalSpecArray.new([1]).extend(Comparable),
          RustyMarshalSpecHash.new.merge!(a: 1).extend(Comparable)],
-      "a string with an ivar" => [1, with_ivar],
-      "an array with an ivar" => ary_ivar,
       "an extended object" => [extended],
       "an object with singleton methods" => [singleton],
-      "a compare_by_identity hash" => [{}.compare_by_identity.merge!("a" => 1)],
       "a hash with a default proc" => [Hash.new { |h, k| h[k] = 1 }],
-      "a ruby2_keywords hash" => [Hash.ruby2_keywords_hash({ a: 1 })],
-      "a top-level ruby2_keywords hash" => Hash.ruby2_keywords_hash({ a: 1 }),
       "Range, Regexp, Rational, Complex (a Time, a class and a module beside them)" =>
         [1..2, /re/i, String, Kernel, Time.at(0, in: "UTC"), Rational(1, 3), Complex(1, 2)],
       "an anonymous class or module" => [String, Class.new],
@@ -502,7 +516,9 @@ RSpec.describe "RustyStdlib::Marshal" do
     end
 
     it "gives the stdlib's exception for truncated input" do
-      values = [[1, 2**70, 1.5, "caf\u00e9", :sym, { a: "x".encode("Shift_JIS") }, Hash.new(3)], "abc", 2**100, :"caf\u00e9"]
+      values = [[1, 2**70, 1.5, "caf\u00e9", :sym, { a: "x".encode("Shift_JIS") }, Hash.new(3),
+                 MarshalHelper.with_ivars(+"iv", :@a, [1]), /re/i, {}.compare_by_identity.tap { |h| h[:k] = 1 },
+                 Hash.ruby2_keywords_hash({ k: 1 })], "abc", 2**100, :"caf\u00e9"]
       values = values.drop(1) if stress
       values.each do |v|
         bytes = stdlib.dump(v)
@@ -608,9 +624,9 @@ RSpec.describe "RustyStdlib::Marshal" do
     end
 
     it "falls back for unsupported records and load options" do
-      values = [RuntimeError.new("x"), 1..2, /re/, Rational(1, 2), [+"x"].tap { |a| a.instance_variable_set(:@i, 1) },
-                {}.compare_by_identity, Hash.ruby2_keywords_hash({ a: 1 }),
-                (+"iv").tap { |s| s.instance_variable_set(:@x, 1) }]
+      values = [RuntimeError.new("x"), 1..2, Rational(1, 2), Regexp.new("r").tap { |r| r.instance_variable_set(:@i, 1) },
+                Class.new(Regexp).tap { |c| Object.const_set(:RustyMarshalSpecRegexp, c) unless defined?(RustyMarshalSpecRegexp) } &&
+                  RustyMarshalSpecRegexp.new("sub")]
       values.each do |v|
         bytes = stdlib.dump(v)
         expect(native_load(bytes)).to equal(fallback)

@@ -1,6 +1,8 @@
 //! The native `Marshal.dump`: a walk over nil, true, false, Integer, Float, String,
-//! Symbol, Array, Hash, Time, classes, modules, Structs, plain objects and objects with
-//! dump hooks (`U` for `marshal_dump`, `u` for `_dump`) that writes MRI's exact bytes,
+//! Symbol, Array, Hash (compare_by_identity, ruby2_keywords), Regexp, Time, classes,
+//! modules, Structs, plain objects, instance variables of Strings, Arrays, Hashes, Structs
+//! and Regexps, and objects with dump hooks (`U` for `marshal_dump`, `u` for `_dump`)
+//! that writes MRI's exact bytes,
 //! or reports `Fallback` as soon as it meets anything else.
 //!
 //! Hooks: the first hook object met triggers a scan of the whole graph (hooks as leaves,
@@ -196,6 +198,7 @@ const CHECK_HASH: u8 = 4;
 const CHECK_FLOAT: u8 = 8;
 const CHECK_INTEGER: u8 = 16;
 const CHECK_TIME: u8 = 32;
+const CHECK_REGEXP: u8 = 64;
 
 struct Dumper<'t> {
     out: Vec<u8>,
@@ -337,6 +340,25 @@ unsafe extern "C" fn count_ivar(id: rb_sys::ID, _value: VALUE, arg: rb_sys::st_d
     rb_sys::st_retval::ST_CONTINUE as c_int
 }
 
+/// The generic ivars of a non-`T_OBJECT` that MRI writes (after the record, inside an
+/// `I`), or `Fallback` for names MRI skips with a warning (`E`, `K`, `encoding`, unnamed).
+fn generic_ivar_count(obj: VALUE) -> Result<usize, Fallback> {
+    if flags(obj) & FL_EXIVAR == 0 {
+        return Ok(0);
+    }
+    let mut count = IvarCount {
+        count: 0,
+        odd: false,
+    };
+    unsafe {
+        rb_sys::rb_ivar_foreach(obj, Some(count_ivar), &mut count as *mut IvarCount as _);
+    }
+    if count.odd || count.count > MAX_LEN {
+        return Err(Fallback);
+    }
+    Ok(count.count)
+}
+
 struct IvarWalk<'a, 't> {
     dumper: &'a mut Dumper<'t>,
     limit: i32,
@@ -469,12 +491,11 @@ impl Dumper<'_> {
             T::RUBY_T_STRING => {
                 let uclass =
                     self.uclass(obj, klass, unsafe { rb_sys::rb_cString }, CHECK_STRING)?;
-                if flags(obj) & FL_EXIVAR != 0 {
-                    return Err(Fallback);
-                }
+                let ivars = generic_ivar_count(obj)?;
                 self.remember(obj);
                 let enc = self.encoding_name(obj);
-                if !matches!(enc, EncName::None) {
+                let num = ivars + usize::from(!matches!(enc, EncName::None));
+                if num > 0 {
                     self.out.push(core::TYPE_IVAR);
                 }
                 self.w_uclass(uclass)?;
@@ -484,22 +505,25 @@ impl Dumper<'_> {
                     return Err(Fallback); // MRI: "long too big to dump"
                 }
                 core::write_bytes(&mut self.out, bytes);
-                if !matches!(enc, EncName::None) {
-                    self.w_long(1);
+                if num > 0 {
+                    self.w_long(num as i64);
                     self.w_encoding(enc)?;
+                    self.w_generic_ivars(obj, ivars, limit)?;
                 }
                 Ok(())
             }
+            T::RUBY_T_REGEXP => self.w_regexp(obj, klass, limit),
             T::RUBY_T_ARRAY => {
                 let uclass = self.uclass(obj, klass, unsafe { rb_sys::rb_cArray }, CHECK_ARRAY)?;
-                if flags(obj) & FL_EXIVAR != 0 {
-                    return Err(Fallback);
-                }
+                let ivars = generic_ivar_count(obj)?;
                 self.remember(obj);
                 self.enter()?;
                 let len = unsafe { rb_sys::RARRAY_LEN(obj) };
                 if len as usize > MAX_LEN {
                     return Err(Fallback);
+                }
+                if ivars > 0 {
+                    self.out.push(core::TYPE_IVAR);
                 }
                 self.w_uclass(uclass)?;
                 self.out.push(core::TYPE_ARRAY);
@@ -511,6 +535,10 @@ impl Dumper<'_> {
                         // Only a dump hook can do that; MRI raises.
                         return Err(self.raise_runtime("array modified during dump"));
                     }
+                }
+                if ivars > 0 {
+                    self.w_long(ivars as i64);
+                    self.w_generic_ivars(obj, ivars, limit)?;
                 }
                 self.depth -= 1;
                 Ok(())
@@ -624,9 +652,7 @@ impl Dumper<'_> {
     /// `S` records is left to the stdlib: it depends on `keyword_init` internals.)
     fn w_struct(&mut self, obj: VALUE, klass: VALUE, limit: i32) -> Step {
         let path_sym = self.struct_class(obj, klass)?;
-        if flags(obj) & FL_EXIVAR != 0 {
-            return Err(Fallback);
-        }
+        let ivars = generic_ivar_count(obj)?;
         self.remember(obj);
         let members = magnus::rb_sys::protect(|| unsafe { rb_sys::rb_struct_members(obj) })
             .map_err(|_| Fallback)?;
@@ -637,6 +663,9 @@ impl Dumper<'_> {
             return Err(Fallback);
         }
         self.enter()?;
+        if ivars > 0 {
+            self.out.push(core::TYPE_IVAR);
+        }
         self.out.push(core::TYPE_STRUCT);
         self.w_symbol(path_sym)?;
         self.w_long(len as i64);
@@ -648,6 +677,69 @@ impl Dumper<'_> {
             self.w_symbol(member)?;
             let value = unsafe { rb_sys::rb_struct_aref(obj, rb_sys::LONG2FIX(i as _)) };
             self.w_object(value, limit)?;
+        }
+        if ivars > 0 {
+            self.w_long(ivars as i64);
+            self.w_generic_ivars(obj, ivars, limit)?;
+        }
+        self.depth -= 1;
+        Ok(())
+    }
+
+    /// A `/` record: MRI writes a Regexp's source and options byte, its encoding and
+    /// ivars as for a String (a subclass as a `C` record).
+    fn w_regexp(&mut self, obj: VALUE, klass: VALUE, limit: i32) -> Step {
+        let uclass = self.uclass(obj, klass, unsafe { rb_sys::rb_cRegexp }, CHECK_REGEXP)?;
+        let ivars = generic_ivar_count(obj)?;
+        let src = unsafe { (*(obj as *const rb_sys::RRegexp)).src };
+        if src == 0 || unsafe { !rb_sys::RB_TYPE_P(src, T::RUBY_T_STRING) } {
+            return Err(Fallback); // an uninitialized Regexp: MRI raises
+        }
+        // rb_reg_options raises for an uninitialized Regexp (checked above, but cheap).
+        let options = magnus::rb_sys::protect(|| unsafe {
+            rb_sys::rb_int2inum(rb_sys::rb_reg_options(obj) as isize)
+        })
+        .map_err(|_| Fallback)?;
+        let options = unsafe { rb_sys::FIX2LONG(options) };
+        self.remember(obj);
+        let enc = self.encoding_name(obj);
+        let num = ivars + usize::from(!matches!(enc, EncName::None));
+        if num > 0 {
+            self.out.push(core::TYPE_IVAR);
+        }
+        self.w_uclass(uclass)?;
+        self.out.push(core::TYPE_REGEXP);
+        let bytes = str_bytes(src);
+        if bytes.len() > MAX_LEN {
+            return Err(Fallback);
+        }
+        core::write_bytes(&mut self.out, bytes);
+        self.out.push(options as u8);
+        if num > 0 {
+            self.w_long(num as i64);
+            self.w_encoding(enc)?;
+            self.w_generic_ivars(obj, ivars, limit)?;
+        }
+        Ok(())
+    }
+
+    /// The `count` ivars of a String, Array, Hash, Struct or Regexp (MRI's
+    /// `w_ivar_each`), their values one level deeper.
+    fn w_generic_ivars(&mut self, obj: VALUE, count: usize, limit: i32) -> Step {
+        if count == 0 {
+            return Ok(());
+        }
+        self.enter()?;
+        let mut walk = IvarWalk {
+            dumper: self,
+            limit,
+            failed: false,
+        };
+        unsafe {
+            rb_sys::rb_ivar_foreach(obj, Some(write_ivar), &mut walk as *mut IvarWalk as _);
+        }
+        if walk.failed {
+            return Err(Fallback);
         }
         self.depth -= 1;
         Ok(())
@@ -1012,19 +1104,28 @@ impl Dumper<'_> {
 
     fn w_hash(&mut self, obj: VALUE, klass: VALUE, limit: i32) -> Step {
         let uclass = self.uclass(obj, klass, unsafe { rb_sys::rb_cHash }, CHECK_HASH)?;
-        if flags(obj) & (FL_EXIVAR | FL_HASH_KEYWORDS | FL_HASH_PROC_DEFAULT) != 0 {
-            return Err(Fallback);
+        if flags(obj) & FL_HASH_PROC_DEFAULT != 0 {
+            return Err(Fallback); // MRI raises "can't dump hash with default proc"
         }
+        let keywords = flags(obj) & FL_HASH_KEYWORDS != 0;
+        let ivars = generic_ivar_count(obj)?;
         let ids = ids();
         // Both methods are the core ones (checked above): they read a field and return.
         let by_identity = unsafe { rb_sys::rb_funcall(obj, ids.compare_by_identity_p, 0) };
-        if by_identity != rb_sys::Qfalse as VALUE {
-            return Err(Fallback);
-        }
+        let by_identity = by_identity != rb_sys::Qfalse as VALUE;
         let ifnone = unsafe { rb_sys::rb_funcall(obj, ids.default, 0) };
         self.remember(obj);
         self.enter()?;
+        let num = ivars + usize::from(keywords);
+        if num > 0 {
+            self.out.push(core::TYPE_IVAR);
+        }
         self.w_uclass(uclass)?;
+        if by_identity {
+            // MRI marks a compare_by_identity Hash as a `C` record of Hash itself.
+            self.out.push(core::TYPE_UCLASS);
+            self.w_symbol(ids.sym_hash)?;
+        }
         self.out.push(if rb_sys::NIL_P(ifnone) {
             core::TYPE_HASH
         } else {
@@ -1055,6 +1156,15 @@ impl Dumper<'_> {
         }
         if !rb_sys::NIL_P(ifnone) {
             self.w_object(ifnone, limit)?;
+        }
+        if num > 0 {
+            self.w_long(num as i64);
+            if keywords {
+                // MRI's ruby2_keywords flag: a `K` ivar set to true.
+                self.w_symbol(ids.sym_k)?;
+                self.out.push(core::TYPE_TRUE);
+            }
+            self.w_generic_ivars(obj, ivars, limit)?;
         }
         self.depth -= 1;
         Ok(())

@@ -14,6 +14,7 @@ pub struct Ids {
     pub respond_to_missing: ID,
     pub default: ID,
     pub compare_by_identity_p: ID,
+    pub compare_by_identity: ID,
     pub hash: ID,
     pub underscore_load: ID,
     pub marshal_load: ID,
@@ -29,6 +30,9 @@ pub struct Ids {
     /// `:E` and `:encoding`, the ivar names that carry a String's encoding.
     pub sym_e: VALUE,
     pub sym_encoding: VALUE,
+    /// `:K`, the ruby2_keywords flag's ivar name, and `:Hash` (compare_by_identity).
+    pub sym_k: VALUE,
+    pub sym_hash: VALUE,
 }
 
 static IDS: OnceLock<Ids> = OnceLock::new();
@@ -45,6 +49,7 @@ pub fn init(_ruby: &Ruby) {
         respond_to_missing: intern(c"respond_to_missing?"),
         default: intern(c"default"),
         compare_by_identity_p: intern(c"compare_by_identity?"),
+        compare_by_identity: intern(c"compare_by_identity"),
         hash: intern(c"hash"),
         underscore_load: intern(c"_load"),
         marshal_load: intern(c"marshal_load"),
@@ -64,6 +69,8 @@ pub fn init(_ruby: &Ruby) {
         // Static symbols of interned IDs: immediates that never move or die.
         sym_e: rb_sys::ID2SYM(intern(c"E")),
         sym_encoding: rb_sys::ID2SYM(intern(c"encoding")),
+        sym_k: rb_sys::ID2SYM(intern(c"K")),
+        sym_hash: rb_sys::ID2SYM(intern(c"Hash")),
     });
 }
 

@@ -1,7 +1,9 @@
 //! The native `Marshal.load` from a String: the records `dump.rs` writes (nil, true,
 //! false, `i`, `l`, `f`, `"`, `I"`, `:`, `I:`, `;`, `[`, `{`, `}`, `o`, `S` of named
-//! `Struct.new` classes, `C`/`IC` of String, Array and Hash subclasses, `Iu`/`u` of Time
-//! and of classes with `_load`, `U` of classes with `marshal_load`, `@`), building the
+//! `Struct.new` classes, `C`/`IC` of String, Array and Hash subclasses, `C:Hash` of
+//! compare_by_identity Hashes, `Iu`/`u` of Time and of classes with `_load`, `U` of
+//! classes with `marshal_load`, `/` and `I/` Regexps, `I[`, `I{`, `IS` with instance
+//! variables or the `K` flag, `@`), building the
 //! objects MRI builds with the same C calls. Anything else, and any malformed or
 //! truncated input, falls back and the stdlib loads the same bytes instead (raising its
 //! own exception where the data is bad).
@@ -77,6 +79,11 @@ struct Loader<'a> {
     error: Option<Error>,
     /// Interned String keys of this load, by content.
     keys: KeyCache,
+    /// The depth of an `I` record whose object must not be frozen before its ivars are
+    /// set (MRI's `partial`); 0 for none.
+    no_freeze_at: u32,
+    /// The next Hash record is a compare_by_identity one (`C:Hash`).
+    ident_hash: bool,
     /// MRI's `arg->data`: objects by link index.
     table: &'a LoadTable,
     /// MRI's `arg->symbols`: symbols by symlink index (nil while being read).
@@ -152,6 +159,8 @@ fn run(
         committed: false,
         error: None,
         keys: KeyCache::new(),
+        no_freeze_at: 0,
+        ident_hash: false,
         table: &table,
         symbols,
         plain_symbols: Vec::new(),
@@ -384,14 +393,27 @@ impl Loader<'_> {
             }
             core::TYPE_IVAR => match self.byte()? {
                 core::TYPE_STRING => {
-                    let s = self.r_string_with_ivars()?;
+                    let s = self.r_string_with_ivars(0)?;
                     Ok(self.leave_string(s))
                 }
                 core::TYPE_SYMBOL => self.r_symreal(true),
                 core::TYPE_USERDEF => self.r_userdef(true),
                 core::TYPE_UCLASS => self.r_uclass(true),
+                core::TYPE_REGEXP => self.r_regexp(true),
+                t @ (core::TYPE_ARRAY
+                | core::TYPE_HASH
+                | core::TYPE_HASH_DEF
+                | core::TYPE_STRUCT) => {
+                    let v = self.r_partial(t)?;
+                    self.r_ivars(v)?;
+                    if self.freeze {
+                        unsafe { rb_sys::rb_obj_freeze(v) };
+                    }
+                    Ok(v)
+                }
                 _ => Err(Fallback),
             },
+            core::TYPE_REGEXP => self.r_regexp(false),
             core::TYPE_UCLASS => self.r_uclass(false),
             core::TYPE_USERDEF => self.r_userdef(false),
             core::TYPE_USRMARSHAL => self.r_usrmarshal(),
@@ -417,7 +439,7 @@ impl Loader<'_> {
                     let item = self.r_object()?;
                     self.guarded(|| unsafe { rb_sys::rb_ary_push(ary, item) })?;
                 }
-                if self.freeze {
+                if self.freezes_here() {
                     unsafe { rb_sys::rb_obj_freeze(ary) };
                 }
                 Ok(ary)
@@ -427,13 +449,23 @@ impl Loader<'_> {
                 if len < 0 || len as u64 > self.r.remaining() as u64 / 2 {
                     return Err(Fallback);
                 }
+                let ident = std::mem::take(&mut self.ident_hash);
                 let hash = new_hash(len);
+                if ident {
+                    // MRI makes it with rb_ident_hash_new_with_size (not exported); the
+                    // core compare_by_identity on an empty Hash is the same (checked).
+                    magnus::rb_sys::protect(|| unsafe {
+                        rb_sys::rb_funcall(hash, ids().compare_by_identity, 0)
+                    })
+                    .map_err(|_| Fallback)?;
+                }
                 self.entry(hash);
                 for _ in 0..len {
                     let key = self.r_object()?;
                     let value = self.r_object()?;
                     self.check_key_hashing(key)?;
-                    let key = self.keys.key_for(key);
+                    // An identity Hash keeps String keys as they are.
+                    let key = if ident { key } else { self.keys.key_for(key) };
                     // After a hook ran, a key may hash with Ruby code (or the Hash be frozen).
                     self.guarded(|| unsafe {
                         rb_sys::rb_hash_aset(hash, key, value);
@@ -444,7 +476,7 @@ impl Loader<'_> {
                     let ifnone = self.r_object()?;
                     unsafe { rb_sys::rb_hash_set_ifnone(hash, ifnone) };
                 }
-                if self.freeze {
+                if self.freezes_here() {
                     unsafe { rb_sys::rb_obj_freeze(hash) };
                 }
                 Ok(hash)
@@ -779,36 +811,187 @@ impl Loader<'_> {
         }
         magnus::rb_sys::protect(|| unsafe { rb_sys::rb_struct_initialize(obj, values) })
             .map_err(|_| Fallback)?;
-        if self.freeze {
+        if self.freezes_here() {
             unsafe { rb_sys::rb_obj_freeze(obj) };
         }
         Ok(obj)
     }
 
-    /// A `C` record: a String (`I` before the `C` for its encoding), Array or Hash of a
-    /// named subclass. As MRI, the object is read as its core class and then given the
-    /// subclass (so no subclass method runs while it is filled). With `freeze`, MRI
-    /// would re-class an interned String: left to the stdlib.
+    /// A `C` record: a String (`I` before the `C` for its encoding and ivars), Array or
+    /// Hash of a named subclass, or MRI's `C:Hash` mark of a compare_by_identity Hash. As
+    /// MRI, the object is read as its core class and then given the subclass (so no
+    /// subclass method runs while it is filled). With `freeze`, MRI would re-class an
+    /// interned String: left to the stdlib.
     fn r_uclass(&mut self, ivar: bool) -> Load<VALUE> {
-        if self.freeze {
-            return Err(Fallback);
-        }
         let (path_sym, _) = self.r_symbol()?;
         let (klass, kind) = self.named_class(path_sym)?;
         let t = self.byte()?;
+        if self.freeze && t == core::TYPE_STRING {
+            return Err(Fallback);
+        }
+        if klass == unsafe { rb_sys::rb_cHash }
+            && matches!(t, core::TYPE_HASH | core::TYPE_HASH_DEF)
+        {
+            // MRI's mark of a compare_by_identity Hash.
+            if !self.ident_hash_checked() {
+                return Err(Fallback);
+            }
+            self.ident_hash = true;
+            if !ivar {
+                return self.r_object_of(t);
+            }
+            let v = self.r_partial(t)?;
+            self.r_ivars(v)?;
+            if self.freeze {
+                unsafe { rb_sys::rb_obj_freeze(v) };
+            }
+            return Ok(v);
+        }
         let v = match (kind, t) {
-            (ClassKind::StringSub, core::TYPE_STRING) if ivar => self.r_string_with_ivars()?,
+            (ClassKind::StringSub, core::TYPE_STRING) if ivar => {
+                return self.r_string_with_ivars(klass); // given its class before its ivars
+            }
             (ClassKind::StringSub, core::TYPE_STRING) => self.r_string()?,
             (ClassKind::ArraySub, core::TYPE_ARRAY)
-            | (ClassKind::HashSub, core::TYPE_HASH | core::TYPE_HASH_DEF)
-                if !ivar =>
-            {
-                self.r_object_of(t)?
+            | (ClassKind::HashSub, core::TYPE_HASH | core::TYPE_HASH_DEF) => {
+                if !ivar {
+                    self.r_object_of(t)?
+                } else {
+                    let v = self.r_partial(t)?;
+                    // As MRI: the class first, then the ivars (3.1 indexes generic ivars
+                    // by the class), then freezing.
+                    unsafe { rb_sys::rb_obj_reveal(v, klass) };
+                    self.r_ivars(v)?;
+                    if self.freeze {
+                        unsafe { rb_sys::rb_obj_freeze(v) };
+                    }
+                    v
+                }
+            }
+            (ClassKind::HashSub, core::TYPE_UCLASS) => {
+                // `C:Sub C:Hash {`: a compare_by_identity Hash of a subclass, frozen (with
+                // `freeze`) once it has its class and ivars.
+                let saved = self.no_freeze_at;
+                self.no_freeze_at = self.depth;
+                let v = self.r_uclass(false);
+                self.no_freeze_at = saved;
+                let v = v?;
+                if unsafe { !rb_sys::RB_TYPE_P(v, rb_sys::ruby_value_type::RUBY_T_HASH) }
+                    || class_of(v) != unsafe { rb_sys::rb_cHash }
+                {
+                    return Err(Fallback);
+                }
+                unsafe { rb_sys::rb_obj_reveal(v, klass) };
+                if ivar {
+                    self.r_ivars(v)?;
+                }
+                if self.freeze {
+                    unsafe { rb_sys::rb_obj_freeze(v) };
+                }
+                v
             }
             _ => return Err(Fallback),
         };
         unsafe { rb_sys::rb_obj_reveal(v, klass) };
         Ok(v)
+    }
+
+    /// Whether `Hash#compare_by_identity` is the core method (it is called on new Hashes).
+    fn ident_hash_checked(&self) -> bool {
+        unsafe {
+            rb_sys::rb_method_basic_definition_p(rb_sys::rb_cHash, ids().compare_by_identity) != 0
+        }
+    }
+
+    /// Whether a finished Array, Hash or Struct is frozen now: with `freeze`, unless it
+    /// is the object of an `I` record, frozen after its ivars.
+    #[inline]
+    fn freezes_here(&self) -> bool {
+        self.freeze && self.depth != self.no_freeze_at
+    }
+
+    /// The record `t` inside an `I` record, not frozen yet (MRI's `partial`).
+    fn r_partial(&mut self, t: u8) -> Load<VALUE> {
+        let saved = self.no_freeze_at;
+        self.no_freeze_at = self.depth;
+        let v = self.r_object_of(t);
+        self.no_freeze_at = saved;
+        v
+    }
+
+    /// The ivars of an `I` record of an Array, Hash or Struct (MRI's `r_ivar`): the `K`
+    /// flag of a ruby2_keywords Hash, or instance variables.
+    fn r_ivars(&mut self, obj: VALUE) -> Load<()> {
+        let count = self.long()?;
+        if count < 0 {
+            return Err(Fallback);
+        }
+        for _ in 0..count {
+            let (name, plain) = self.r_symbol()?;
+            let value = self.r_object()?;
+            self.set_ivar(obj, name, plain, value)?;
+        }
+        Ok(())
+    }
+
+    /// One ivar of a non-String: `K` (true) on a Hash marks it ruby2_keywords; E and
+    /// encoding (MRI's "not enc_capable" error) and odd names are the stdlib's.
+    fn set_ivar(&mut self, obj: VALUE, name: VALUE, plain: bool, value: VALUE) -> Load<()> {
+        let ids = ids();
+        if plain && name == ids.sym_k {
+            if unsafe { !rb_sys::RB_TYPE_P(obj, rb_sys::ruby_value_type::RUBY_T_HASH) } {
+                return Err(Fallback); // MRI's ArgumentError
+            }
+            // RHASH_PASS_AS_KEYWORDS, what rb_hash_ruby2_keywords sets (whatever the value).
+            unsafe {
+                (*(obj as *mut rb_sys::RBasic)).flags |=
+                    rb_sys::ruby_fl_type::RUBY_FL_USER1 as VALUE;
+            }
+            return Ok(());
+        }
+        let id = unsafe { rb_sys::SYM2ID(name) };
+        if !plain || unsafe { rb_sys::rb_is_instance_id(id) } == 0 {
+            return Err(Fallback);
+        }
+        self.guarded(|| unsafe { rb_sys::rb_ivar_set(obj, id, value) })?;
+        Ok(())
+    }
+
+    /// A `/` record, as MRI reads it: source bytes, options byte, a link index reserved,
+    /// the source's encoding from the ivars, then `rb_reg_new_str`. Ivars other than the
+    /// encoding (MRI puts them on the source String and drops them) and sources that
+    /// would need MRI's Ruby 1.8 escape conversion (no encoding ivar, a backslash) are
+    /// the stdlib's.
+    fn r_regexp(&mut self, ivar: bool) -> Load<VALUE> {
+        let bytes = self.r.read_bytes().ok_or(Fallback)?;
+        let has_backslash = bytes.contains(&b'\\');
+        let src =
+            unsafe { rb_sys::rb_str_new(bytes.as_ptr() as *const c_char, bytes.len() as c_long) };
+        self.keep(src);
+        let options = self.byte()?;
+        let slot = unsafe { &*self.table.links.get() }.len();
+        self.entry(qnil());
+        let mut has_encoding = false;
+        if ivar {
+            let count = self.long()?;
+            for _ in 0..count {
+                let idx = self.r_encoding_ivar()?;
+                unsafe { rb_sys::rb_enc_associate_index(src, idx) };
+                has_encoding = true;
+            }
+        }
+        if !has_encoding && has_backslash {
+            return Err(Fallback);
+        }
+        let re =
+            magnus::rb_sys::protect(|| unsafe { rb_sys::rb_reg_new_str(src, options as c_int) })
+                .map_err(|_| Fallback)?;
+        let links = unsafe { &mut *self.table.links.get() };
+        links[slot] = re;
+        if self.freeze {
+            unsafe { rb_sys::rb_obj_freeze(re) };
+        }
+        Ok(re)
     }
 
     /// The class an `S` record names, if it is a loaded, named `Struct.new` class whose
@@ -904,10 +1087,12 @@ impl Loader<'_> {
         Ok(s)
     }
 
-    /// An `I"` record: the bytes, then ivars that must all be encodings. The common
-    /// `E true/false` first ivar creates the String in its encoding at once; MRI's order
-    /// of link entries is kept (the String before any `encoding` name String).
-    fn r_string_with_ivars(&mut self) -> Load<VALUE> {
+    /// An `I"` record: the bytes, then ivars: encodings and instance variables. The
+    /// common `E true/false` first ivar creates the String in its encoding at once; MRI's
+    /// order of link entries is kept (the String before any `encoding` name String).
+    /// `class` (0 for String) is given to the String before its ivars are set: Ruby 3.1
+    /// keeps generic ivars by the index table of the object's class.
+    fn r_string_with_ivars(&mut self, class: VALUE) -> Load<VALUE> {
         let bytes = self.r.read_bytes().ok_or(Fallback)?;
         let count = self.long()?;
         let ptr = bytes.as_ptr() as *const c_char;
@@ -916,11 +1101,8 @@ impl Loader<'_> {
         let mut done = 0;
         let s = if count > 0 {
             let (sym, plain) = self.r_symbol()?;
-            if !plain {
-                return Err(Fallback);
-            }
             done = 1;
-            if sym == ids.sym_e {
+            if plain && sym == ids.sym_e {
                 let s = match self.byte()? {
                     // rb_enc_str_new, not rb_usascii_str_new: Ruby 3.3's marks the String 7-bit
                     // without looking, which is wrong for non-ASCII bytes (MRI leaves the
@@ -931,28 +1113,56 @@ impl Loader<'_> {
                     },
                     _ => return Err(Fallback),
                 };
-                self.entry(s);
+                self.entry_string(s, class);
                 s
-            } else if sym == ids.sym_encoding {
+            } else if plain && sym == ids.sym_encoding {
                 let s = unsafe { rb_sys::rb_str_new(ptr, len) };
-                self.entry(s);
+                self.entry_string(s, class);
                 let value = self.r_object()?;
                 let idx = self.encoding_index_named(value)?;
                 unsafe { rb_sys::rb_enc_associate_index(s, idx) };
                 s
             } else {
-                return Err(Fallback);
+                let s = unsafe { rb_sys::rb_str_new(ptr, len) };
+                self.entry_string(s, class);
+                let value = self.r_object()?;
+                self.set_ivar(s, sym, plain, value)?;
+                s
             }
         } else {
             let s = unsafe { rb_sys::rb_str_new(ptr, len) };
-            self.entry(s);
+            self.entry_string(s, class);
             s
         };
         for _ in done..count {
-            let idx = self.r_encoding_ivar()?;
-            unsafe { rb_sys::rb_enc_associate_index(s, idx) };
+            let (sym, plain) = self.r_symbol()?;
+            let value = self.r_object()?;
+            if plain && sym == ids.sym_e {
+                let idx = if value == rb_sys::Qtrue as VALUE {
+                    self.utf8
+                } else if value == rb_sys::Qfalse as VALUE {
+                    self.usascii
+                } else {
+                    return Err(Fallback);
+                };
+                unsafe { rb_sys::rb_enc_associate_index(s, idx) };
+            } else if plain && sym == ids.sym_encoding {
+                let idx = self.encoding_index_named(value)?;
+                unsafe { rb_sys::rb_enc_associate_index(s, idx) };
+            } else {
+                self.set_ivar(s, sym, plain, value)?;
+            }
         }
         Ok(s)
+    }
+
+    /// Enters a new String in the link table, giving it its subclass (`class`, 0 for none).
+    #[inline]
+    fn entry_string(&mut self, s: VALUE, class: VALUE) {
+        self.entry(s);
+        if class != 0 {
+            unsafe { rb_sys::rb_obj_reveal(s, class) };
+        }
     }
 
     /// One ivar of a String or Symbol, which must be its encoding: `:E` with true/false,

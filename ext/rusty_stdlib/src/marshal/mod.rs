@@ -3,8 +3,10 @@
 //! core `_dump`/`_load`), classes and modules, plain objects (`o` records of named
 //! classes with Object's allocator and no dump hooks), and Structs of named `Struct.new`
 //! classes (`S` records; keyword_init ones load through a keyword Hash, as MRI does),
-//! Strings, Arrays and Hashes of named subclasses (`C` records), and objects of named
-//! classes with user dump hooks (`U`: `marshal_dump`/`marshal_load`; `u`: `_dump`/`_load`).
+//! Strings, Arrays and Hashes of named subclasses (`C` records), objects of named
+//! classes with user dump hooks (`U`: `marshal_dump`/`marshal_load`; `u`: `_dump`/`_load`),
+//! Regexps (`/`), instance variables on Strings, Arrays, Hashes and Structs (`I`
+//! records), compare_by_identity Hashes (`C:Hash`) and ruby2_keywords Hashes (`K`).
 //!
 //! `RustyStdlib::Marshal.native_dump(obj, limit)` returns the dump as a String, or `nil`
 //! when the graph holds anything outside the native subset (then the shim calls the
