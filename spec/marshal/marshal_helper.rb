@@ -249,6 +249,8 @@ module MarshalHelper
     def scalar
       case @rng.rand(10)
       when 7 then regexp
+      when 8 then [Rational(@rng.rand(-99..99), @rng.rand(1..99)), Complex(@rng.rand(9), float), Rational(2**70, 3)].sample(random: @rng)
+      when 9 then [(@rng.rand(9)..@rng.rand(99)), (1.5...float.then { |f| f.nan? ? 2.0 : f }), ("a".."z"), (@rng.rand(9)..), (..2**70)].sample(random: @rng)
       else [nil, true, false, nil, String, Kernel, RustyMarshalSpec::Point][@rng.rand(7)]
       end
     end

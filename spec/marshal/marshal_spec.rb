@@ -109,6 +109,10 @@ RSpec.describe "RustyStdlib::Marshal" do
       [{}.compare_by_identity, {}.compare_by_identity.tap { |h| h["a"] = 1; h["a".dup] = 2; h[shared_s] = 3 },
        Hash.new(0).compare_by_identity.tap { |h| h[:k] = 1 }, RustyMarshalSpec::MyHash.new.compare_by_identity.tap { |h| h[1] = 2 },
        MarshalHelper.with_ivars({}.compare_by_identity, :@i, 1)],
+    "Ranges (o records of Range's compat dumper), Rationals and Complexes (U records)" =>
+      [1..2, 1...3, (1..), (..5), ("a".."b"), (shared_s..shared_s), (1.0..2.5), (2**70..2**71), { (1..2) => 1 },
+       Rational(1, 3), Rational(-3, 4), Rational(2**70, 3), Rational(3, 2**70), Complex(1, 2), Complex(1.5, 2r),
+       [1r, 1r, Complex(1r, 1r), 1..2, 1..2]],
     "ruby2_keywords Hashes (the K flag)" =>
       [[Hash.ruby2_keywords_hash({ a: 1 })], [MarshalHelper.with_ivars(Hash.ruby2_keywords_hash({ b: 2 }), :@k, 1)],
        [Hash.ruby2_keywords_hash(Hash.new(1).merge!(c: 3))], Hash.ruby2_keywords_hash({ top: 1 })]
@@ -244,8 +248,8 @@ RSpec.describe "RustyStdlib::Marshal" do
       expect_parity(stdlib, ours) { |m| MarshalHelper.describe(m.load(bytes)).to_s }
     end
 
-    it "falls back for anonymous structs and Data, and Range" do
-      odd = [Struct.new(:z).new(1), 1..2]
+    it "falls back for anonymous structs and Data" do
+      odd = [Struct.new(:z).new(1)]
       odd << Data.define(:q).new(q: 1) if defined?(RustyMarshalSpec::DataPoint)
       odd.each do |v|
         expect(native_dump([v])).to be_nil
@@ -315,8 +319,8 @@ RSpec.describe "RustyStdlib::Marshal" do
       "an extended object" => [extended],
       "an object with singleton methods" => [singleton],
       "a hash with a default proc" => [Hash.new { |h, k| h[k] = 1 }],
-      "Range, Regexp, Rational, Complex (a Time, a class and a module beside them)" =>
-        [1..2, /re/i, String, Kernel, Time.at(0, in: "UTC"), Rational(1, 3), Complex(1, 2)],
+      "an exception (a Time, a Range, a class and a module beside it)" =>
+        [1..2, /re/i, String, Kernel, Time.at(0, in: "UTC"), Rational(1, 3), Complex(1, 2), RuntimeError.new("x")],
       "an anonymous class or module" => [String, Class.new],
       "an anonymous module" => [Module.new],
       "a singleton class" => [String.singleton_class],
@@ -624,7 +628,12 @@ RSpec.describe "RustyStdlib::Marshal" do
     end
 
     it "falls back for unsupported records and load options" do
-      values = [RuntimeError.new("x"), 1..2, Rational(1, 2), Regexp.new("r").tap { |r| r.instance_variable_set(:@i, 1) },
+      klass = Class.new(Range)
+      Object.const_set(:RustyMarshalSpecRange, klass) unless defined?(RustyMarshalSpecRange)
+      selfish = []
+      selfish << (selfish..selfish)
+      values = [RuntimeError.new("x"), RustyMarshalSpecRange.new(1, 2), selfish, (Time.at(0)..Time.at(1)),
+                Regexp.new("r").tap { |r| r.instance_variable_set(:@i, 1) },
                 Class.new(Regexp).tap { |c| Object.const_set(:RustyMarshalSpecRegexp, c) unless defined?(RustyMarshalSpecRegexp) } &&
                   RustyMarshalSpecRegexp.new("sub")]
       values.each do |v|
@@ -726,7 +735,7 @@ RSpec.describe "RustyStdlib::Marshal" do
     end
 
     it "runs every hook once when something outside the native set sits outside the hooks" do
-      value = [spec::MDump.new(1), spec::UDump.new("u"), 1..2]
+      value = [spec::MDump.new(1), spec::UDump.new("u"), RuntimeError.new("x")]
       expect(native_dump(value)).to be_nil # decided before any hook ran
       expect_same_hook_calls { |m| m.dump(value) }
       bytes = stdlib.dump(value)

@@ -73,3 +73,10 @@ pub fn allocates_structs(klass: VALUE) -> bool {
     reference != 0
         && unsafe { rb_sys::rb_get_alloc_func(klass) }.map(|f| f as usize) == Some(reference)
 }
+
+/// Whether `klass` builds Ranges with Range's allocator (Range or a subclass), which
+/// Marshal converts through Range's compat dumper and loader.
+pub fn allocates_ranges(klass: VALUE) -> bool {
+    let range = unsafe { rb_sys::rb_get_alloc_func(rb_sys::rb_cRange) }.map(|f| f as usize);
+    range.is_some() && unsafe { rb_sys::rb_get_alloc_func(klass) }.map(|f| f as usize) == range
+}

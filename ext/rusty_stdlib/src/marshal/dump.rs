@@ -1,6 +1,6 @@
 //! The native `Marshal.dump`: a walk over nil, true, false, Integer, Float, String,
-//! Symbol, Array, Hash (compare_by_identity, ruby2_keywords), Regexp, Time, classes,
-//! modules, Structs, plain objects, instance variables of Strings, Arrays, Hashes, Structs
+//! Symbol, Array, Hash (compare_by_identity, ruby2_keywords), Regexp, Range, Rational,
+//! Complex, Time, classes, modules, Structs, plain objects, instance variables of Strings, Arrays, Hashes, Structs
 //! and Regexps, and objects with dump hooks (`U` for `marshal_dump`, `u` for `_dump`)
 //! that writes MRI's exact bytes,
 //! or reports `Fallback` as soon as it meets anything else.
@@ -192,13 +192,16 @@ enum EncName {
 }
 
 // Bits of `Dumper::checked`: core classes whose dump hooks were found absent.
-const CHECK_STRING: u8 = 1;
-const CHECK_ARRAY: u8 = 2;
-const CHECK_HASH: u8 = 4;
-const CHECK_FLOAT: u8 = 8;
-const CHECK_INTEGER: u8 = 16;
-const CHECK_TIME: u8 = 32;
-const CHECK_REGEXP: u8 = 64;
+const CHECK_STRING: u16 = 1;
+const CHECK_ARRAY: u16 = 2;
+const CHECK_HASH: u16 = 4;
+const CHECK_FLOAT: u16 = 8;
+const CHECK_INTEGER: u16 = 16;
+const CHECK_TIME: u16 = 32;
+const CHECK_REGEXP: u16 = 64;
+const CHECK_RATIONAL: u16 = 128;
+const CHECK_COMPLEX: u16 = 256;
+const CHECK_RANGE: u16 = 512;
 
 struct Dumper<'t> {
     out: Vec<u8>,
@@ -207,7 +210,7 @@ struct Dumper<'t> {
     num_symbols: u32,
     /// Link index of each non-UTF-8/US-ASCII encoding name string already written.
     enc_names: Vec<(c_int, u32)>,
-    checked: u8,
+    checked: u16,
     depth: u32,
     utf8: c_int,
     usascii: c_int,
@@ -415,7 +418,7 @@ impl Dumper<'_> {
 
     /// Checks once per dump that `klass` has no dump hooks (see `ids::plain_dump_class`).
     #[inline]
-    fn check_class(&mut self, bit: u8, obj: VALUE, klass: VALUE) -> Step {
+    fn check_class(&mut self, bit: u16, obj: VALUE, klass: VALUE) -> Step {
         if self.checked & bit != 0 {
             return Ok(());
         }
@@ -431,6 +434,21 @@ impl Dumper<'_> {
             if !basic {
                 return Err(Fallback);
             }
+        }
+        self.checked |= bit;
+        Ok(())
+    }
+
+    /// Checks once per dump that `klass` (Rational, Complex) is dumped by its own core
+    /// `marshal_dump`, and that asking it runs no Ruby code.
+    fn check_core_marshal_dump(&mut self, bit: u16, klass: VALUE) -> Step {
+        if self.checked & bit != 0 {
+            return Ok(());
+        }
+        let core = ids::respond_to_is_core(klass)
+            && unsafe { rb_sys::rb_method_basic_definition_p(klass, ids().marshal_dump) } != 0;
+        if !core {
+            return Err(Fallback);
         }
         self.checked |= bit;
         Ok(())
@@ -557,7 +575,22 @@ impl Dumper<'_> {
                 self.w_bignum(obj)
             }
             T::RUBY_T_OBJECT => self.w_plain_object(obj, klass, limit),
+            T::RUBY_T_STRUCT if classes::allocates_ranges(klass) => self.w_range(obj, klass, limit),
             T::RUBY_T_STRUCT => self.w_struct(obj, klass, limit),
+            T::RUBY_T_RATIONAL if klass == unsafe { rb_sys::rb_cRational } => {
+                self.check_core_marshal_dump(CHECK_RATIONAL, klass)?;
+                let ids = ids();
+                let (num, den) =
+                    unsafe { (rb_sys::rb_rational_num(obj), rb_sys::rb_rational_den(obj)) };
+                self.w_numeric_pair(obj, ids.sym_rational, num, den, limit)
+            }
+            T::RUBY_T_COMPLEX if klass == unsafe { rb_sys::rb_cComplex } => {
+                self.check_core_marshal_dump(CHECK_COMPLEX, klass)?;
+                let ids = ids();
+                let (real, imag) =
+                    unsafe { (rb_sys::rb_complex_real(obj), rb_sys::rb_complex_imag(obj)) };
+                self.w_numeric_pair(obj, ids.sym_complex, real, imag, limit)
+            }
             T::RUBY_T_CLASS => self.w_class_ref(obj, klass, core::TYPE_CLASS),
             T::RUBY_T_MODULE => self.w_class_ref(obj, klass, core::TYPE_MODULE),
             T::RUBY_T_DATA if klass == unsafe { rb_sys::rb_cTime } => self.w_time(obj, limit),
@@ -686,6 +719,75 @@ impl Dumper<'_> {
         Ok(())
     }
 
+    /// A Rational or Complex, as MRI writes it through the core (private) `marshal_dump`:
+    /// a `U` record whose data is the two-element Array that method returns (a new
+    /// object, so it takes a link index that is never linked to).
+    fn w_numeric_pair(&mut self, obj: VALUE, sym: VALUE, a: VALUE, b: VALUE, limit: i32) -> Step {
+        if flags(obj) & FL_EXIVAR != 0 {
+            return Err(Fallback); // marshal_dump copies ivars onto the Array
+        }
+        self.remember(obj);
+        self.enter()?;
+        self.out.push(core::TYPE_USRMARSHAL);
+        self.w_symbol(sym)?;
+        if limit == 0 {
+            return Err(Fallback); // MRI: "exceed depth limit" for the Array
+        }
+        let inner = if limit > 0 { limit - 1 } else { limit };
+        self.num_entries += 1;
+        self.out.push(core::TYPE_ARRAY);
+        self.w_long(2);
+        self.w_object(a, inner)?;
+        self.w_object(b, inner)?;
+        self.depth -= 1;
+        Ok(())
+    }
+
+    /// A Range (or subclass), as MRI writes it through Range's compat dumper: an `o`
+    /// record of its own class with the ivars `excl`, `begin`, `end` of a stand-in Object.
+    fn w_range(&mut self, obj: VALUE, klass: VALUE, limit: i32) -> Step {
+        let sym = match self.tables.lookup_class(klass) {
+            Some(sym) => sym,
+            None => {
+                if self.checked & CHECK_RANGE == 0 {
+                    // The generic path only if Range itself has no hooks.
+                    if !ids::plain_dump_class(obj, unsafe { rb_sys::rb_cRange }) {
+                        return Err(Fallback);
+                    }
+                    self.checked |= CHECK_RANGE;
+                }
+                self.named_class(obj, klass, |_| true)?
+            }
+        };
+        if flags(obj) & FL_EXIVAR != 0 {
+            return Err(Fallback); // MRI writes those ivars after the stand-in's: rare
+        }
+        let (mut beg, mut end, mut excl): (VALUE, VALUE, c_int) = (0, 0, 0);
+        let ok = unsafe { rb_sys::rb_range_values(obj, &mut beg, &mut end, &mut excl) };
+        if ok == 0 || beg == 0 || end == 0 {
+            return Err(Fallback);
+        }
+        self.remember(obj);
+        self.enter()?;
+        let ids = ids();
+        self.out.push(core::TYPE_OBJECT);
+        self.w_symbol(sym)?;
+        self.w_long(3);
+        self.w_symbol(ids.sym_excl)?;
+        let excl = if excl != 0 {
+            rb_sys::Qtrue as VALUE
+        } else {
+            rb_sys::Qfalse as VALUE
+        };
+        self.w_object(excl, limit)?;
+        self.w_symbol(ids.sym_begin)?;
+        self.w_object(beg, limit)?;
+        self.w_symbol(ids.sym_end)?;
+        self.w_object(end, limit)?;
+        self.depth -= 1;
+        Ok(())
+    }
+
     /// A `/` record: MRI writes a Regexp's source and options byte, its encoding and
     /// ivars as for a String (a subclass as a `C` record).
     fn w_regexp(&mut self, obj: VALUE, klass: VALUE, limit: i32) -> Step {
@@ -797,7 +899,7 @@ impl Dumper<'_> {
         obj: VALUE,
         klass: VALUE,
         base: VALUE,
-        bit: u8,
+        bit: u16,
     ) -> Result<Option<VALUE>, Fallback> {
         if klass == base {
             self.check_class(bit, obj, klass)?;

@@ -33,6 +33,12 @@ pub struct Ids {
     /// `:K`, the ruby2_keywords flag's ivar name, and `:Hash` (compare_by_identity).
     pub sym_k: VALUE,
     pub sym_hash: VALUE,
+    /// Class names of the core `U` records, and the ivars of Range's stand-in object.
+    pub sym_rational: VALUE,
+    pub sym_complex: VALUE,
+    pub sym_excl: VALUE,
+    pub sym_begin: VALUE,
+    pub sym_end: VALUE,
 }
 
 static IDS: OnceLock<Ids> = OnceLock::new();
@@ -71,6 +77,11 @@ pub fn init(_ruby: &Ruby) {
         sym_encoding: rb_sys::ID2SYM(intern(c"encoding")),
         sym_k: rb_sys::ID2SYM(intern(c"K")),
         sym_hash: rb_sys::ID2SYM(intern(c"Hash")),
+        sym_rational: rb_sys::ID2SYM(intern(c"Rational")),
+        sym_complex: rb_sys::ID2SYM(intern(c"Complex")),
+        sym_excl: rb_sys::ID2SYM(intern(c"excl")),
+        sym_begin: rb_sys::ID2SYM(intern(c"begin")),
+        sym_end: rb_sys::ID2SYM(intern(c"end")),
     });
 }
 

@@ -2,8 +2,8 @@
 //! false, `i`, `l`, `f`, `"`, `I"`, `:`, `I:`, `;`, `[`, `{`, `}`, `o`, `S` of named
 //! `Struct.new` classes, `C`/`IC` of String, Array and Hash subclasses, `C:Hash` of
 //! compare_by_identity Hashes, `Iu`/`u` of Time and of classes with `_load`, `U` of
-//! classes with `marshal_load`, `/` and `I/` Regexps, `I[`, `I{`, `IS` with instance
-//! variables or the `K` flag, `@`), building the
+//! classes with `marshal_load` and of Rational and Complex, `o:Range`, `/` and `I/`
+//! Regexps, `I[`, `I{`, `IS` with instance variables or the `K` flag, `@`), building the
 //! objects MRI builds with the same C calls. Anything else, and any malformed or
 //! truncated input, falls back and the stdlib loads the same bytes instead (raising its
 //! own exception where the data is bad).
@@ -257,6 +257,41 @@ fn core_hashing(klass: VALUE) -> bool {
     }
 }
 
+fn is_bignum(v: VALUE) -> bool {
+    unsafe { rb_sys::RB_TYPE_P(v, rb_sys::ruby_value_type::RUBY_T_BIGNUM) }
+}
+
+/// Whether `Range.new(beg, end)` would compare them without running Ruby code: Fixnums
+/// or a nil end (no comparison), or Strings, Integers or Floats of the core classes whose
+/// `<=>` is the core one.
+fn core_comparison(beg: VALUE, end: VALUE) -> bool {
+    if (rb_sys::FIXNUM_P(beg) && rb_sys::FIXNUM_P(end)) || rb_sys::NIL_P(beg) || rb_sys::NIL_P(end)
+    {
+        return true;
+    }
+    static CMP: OnceLock<rb_sys::ID> = OnceLock::new();
+    let cmp = *CMP.get_or_init(|| unsafe { rb_sys::rb_intern(c"<=>".as_ptr()) });
+    let core = |v: VALUE| -> Option<VALUE> {
+        let klass = if rb_sys::FIXNUM_P(v) || is_bignum(v) {
+            unsafe { rb_sys::rb_cInteger }
+        } else if rb_sys::FLONUM_P(v)
+            || (!rb_sys::SPECIAL_CONST_P(v)
+                && unsafe { rb_sys::RB_TYPE_P(v, rb_sys::ruby_value_type::RUBY_T_FLOAT) })
+        {
+            unsafe { rb_sys::rb_cFloat }
+        } else if !rb_sys::SPECIAL_CONST_P(v)
+            && unsafe { rb_sys::RB_TYPE_P(v, rb_sys::ruby_value_type::RUBY_T_STRING) }
+            && class_of(v) == unsafe { rb_sys::rb_cString }
+        {
+            unsafe { rb_sys::rb_cString }
+        } else {
+            return None;
+        };
+        (unsafe { rb_sys::rb_method_basic_definition_p(klass, cmp) } != 0).then_some(klass)
+    };
+    core(beg).is_some() && core(end).is_some()
+}
+
 /// What the instances of a class named in an `o` or `S` record are, as far as loading
 /// them natively goes.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -271,6 +306,8 @@ enum ClassKind {
     StringSub = 3,
     ArraySub = 4,
     HashSub = 5,
+    /// Range itself (its `o` records go through Range's compat loader).
+    Range = 6,
 }
 
 /// Which core class `klass` strictly inherits from, for a `C` record.
@@ -297,6 +334,7 @@ impl ClassKind {
             3 => ClassKind::StringSub,
             4 => ClassKind::ArraySub,
             5 => ClassKind::HashSub,
+            6 => ClassKind::Range,
             _ => ClassKind::Other,
         }
     }
@@ -321,6 +359,13 @@ impl Loader<'_> {
     #[inline]
     fn long(&mut self) -> Load<i64> {
         self.r.read_long().ok_or(Fallback)
+    }
+
+    /// Fills a link index reserved earlier.
+    #[inline]
+    fn set_entry(&mut self, slot: usize, v: VALUE) {
+        let links = unsafe { &mut *self.table.links.get() };
+        links[slot] = v;
     }
 
     #[inline]
@@ -426,7 +471,11 @@ impl Loader<'_> {
                 if index < 0 || index >= len {
                     return Err(Fallback);
                 }
-                Ok(links[index as usize])
+                let v = links[index as usize];
+                if v == rb_sys::Qundef as VALUE {
+                    return Err(Fallback); // an object still being read (see `r_range`)
+                }
+                Ok(v)
             }
             core::TYPE_ARRAY => {
                 let len = self.long()?;
@@ -618,6 +667,9 @@ impl Loader<'_> {
     fn r_usrmarshal(&mut self) -> Load<VALUE> {
         let (class_sym, _) = self.r_symbol()?;
         let (klass, _) = self.named_class(class_sym)?;
+        if klass == unsafe { rb_sys::rb_cRational } || klass == unsafe { rb_sys::rb_cComplex } {
+            return self.r_numeric_pair(klass);
+        }
         if !hooks::marshal_load_class(klass) {
             return Err(Fallback);
         }
@@ -731,13 +783,100 @@ impl Loader<'_> {
         unsafe { rb_sys::rb_ary_push(self.kept, v) };
     }
 
+    /// An `o` record of Range, as MRI's compat loader reads it: the ivars `excl`, `begin`
+    /// and `end` of a stand-in object, then a new Range. The link index (reserved in
+    /// `slot`) is a placeholder until then: a link to it (MRI would give the uninitialized
+    /// Range) is the stdlib's. Endpoints whose `<=>` could be Ruby code are too.
+    fn r_range(&mut self, slot: usize) -> Load<VALUE> {
+        let undef = rb_sys::Qundef as VALUE;
+        self.set_entry(slot, undef);
+        if self.long()? != 3 {
+            return Err(Fallback);
+        }
+        let ids = ids();
+        let (mut beg, mut end, mut excl) = (undef, undef, undef);
+        for _ in 0..3 {
+            let (name, plain) = self.r_symbol()?;
+            let value = self.r_object()?;
+            let field = if !plain {
+                return Err(Fallback);
+            } else if name == ids.sym_excl {
+                &mut excl
+            } else if name == ids.sym_begin {
+                &mut beg
+            } else if name == ids.sym_end {
+                &mut end
+            } else {
+                return Err(Fallback);
+            };
+            if *field != undef {
+                return Err(Fallback);
+            }
+            *field = value;
+        }
+        if rb_sys::NIL_P(excl) || !core_comparison(beg, end) {
+            return Err(Fallback);
+        }
+        let excl = c_int::from(rb_sys::TEST(excl));
+        // "bad value for range" when <=> gives nil: the stdlib raises it.
+        let range = magnus::rb_sys::protect(|| unsafe { rb_sys::rb_range_new(beg, end, excl) })
+            .map_err(|_| Fallback)?;
+        self.set_entry(slot, range);
+        if self.freeze {
+            unsafe { rb_sys::rb_obj_freeze(range) };
+        }
+        Ok(range)
+    }
+
+    /// A `U` record of Rational or Complex, as MRI's compat loader reads it: the
+    /// two-element Array, then the number made from it as is (a Rational's sign moved to
+    /// its numerator, never reduced). Links to it while its data is read are the stdlib's.
+    fn r_numeric_pair(&mut self, klass: VALUE) -> Load<VALUE> {
+        let slot = unsafe { &*self.table.links.get() }.len();
+        self.entry(rb_sys::Qundef as VALUE);
+        let data = self.r_object()?;
+        let is_pair = unsafe { rb_sys::RB_TYPE_P(data, rb_sys::ruby_value_type::RUBY_T_ARRAY) }
+            && class_of(data) == unsafe { rb_sys::rb_cArray }
+            && unsafe { (*(data as *const rb_sys::RBasic)).flags }
+                & (rb_sys::ruby_fl_type::RUBY_FL_EXIVAR as VALUE)
+                == 0
+            && unsafe { rb_sys::RARRAY_LEN(data) } == 2;
+        if !is_pair {
+            return Err(Fallback);
+        }
+        let (a, b) = unsafe { (rb_sys::RARRAY_AREF(data, 0), rb_sys::RARRAY_AREF(data, 1)) };
+        let v = if klass == unsafe { rb_sys::rb_cRational } {
+            let positive_den = if rb_sys::FIXNUM_P(b) {
+                (unsafe { rb_sys::FIX2LONG(b) }) > 0
+            } else {
+                is_bignum(b)
+                    && unsafe { rb_sys::rb_big_cmp(b, rb_sys::LONG2FIX(0)) == rb_sys::LONG2FIX(1) }
+            };
+            if !(rb_sys::FIXNUM_P(a) || is_bignum(a)) || !positive_den {
+                return Err(Fallback); // MRI's checks and sign fix-up: the stdlib's
+            }
+            unsafe { rb_sys::rb_rational_raw(a, b) }
+        } else {
+            unsafe { rb_sys::rb_complex_raw(a, b) }
+        };
+        self.set_entry(slot, v);
+        if self.freeze {
+            unsafe { rb_sys::rb_obj_freeze(v) };
+        }
+        Ok(v)
+    }
+
     /// An `o` record of a plain class: MRI reserves the link index first, finds the
     /// class, allocates, then sets the ivars.
     fn r_plain_object(&mut self) -> Load<VALUE> {
         let slot = unsafe { &*self.table.links.get() }.len();
         self.entry(qnil());
         let (path_sym, _) = self.r_symbol()?;
-        let klass = self.object_class(path_sym)?;
+        let klass = match self.named_class(path_sym)? {
+            (klass, ClassKind::Plain) => klass,
+            (_, ClassKind::Range) => return self.r_range(slot),
+            _ => return Err(Fallback),
+        };
         let obj = unsafe { rb_sys::rb_obj_alloc(klass) };
         let links = unsafe { &mut *self.table.links.get() };
         links[slot] = obj;
@@ -1003,14 +1142,6 @@ impl Loader<'_> {
         }
     }
 
-    /// The class an `o` record names, if it is a loaded plain class (see `classes`).
-    fn object_class(&mut self, path_sym: VALUE) -> Load<VALUE> {
-        match self.named_class(path_sym)? {
-            (klass, ClassKind::Plain) => Ok(klass),
-            _ => Err(Fallback),
-        }
-    }
-
     /// The (non-singleton) class `path_sym` names, if every step of the path is a loaded
     /// constant, and what its instances are; cached by symbol for the rest of the load
     /// as [symbol, class, kind, ...].
@@ -1052,6 +1183,8 @@ impl Loader<'_> {
             ClassKind::Other
         } else if classes::allocates_plain_objects(klass) {
             ClassKind::Plain
+        } else if klass == unsafe { rb_sys::rb_cRange } {
+            ClassKind::Range
         } else if classes::allocates_structs(klass) {
             ClassKind::Struct
         } else if let Some(kind) = core_subclass_kind(klass) {

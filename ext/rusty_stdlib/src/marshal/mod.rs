@@ -6,7 +6,9 @@
 //! Strings, Arrays and Hashes of named subclasses (`C` records), objects of named
 //! classes with user dump hooks (`U`: `marshal_dump`/`marshal_load`; `u`: `_dump`/`_load`),
 //! Regexps (`/`), instance variables on Strings, Arrays, Hashes and Structs (`I`
-//! records), compare_by_identity Hashes (`C:Hash`) and ruby2_keywords Hashes (`K`).
+//! records), compare_by_identity Hashes (`C:Hash`), ruby2_keywords Hashes (`K`), Ranges
+//! (`o:Range` through Range's compat dumper; subclasses dump only), and Rationals and
+//! Complexes (`U` records of their core `marshal_dump`).
 //!
 //! `RustyStdlib::Marshal.native_dump(obj, limit)` returns the dump as a String, or `nil`
 //! when the graph holds anything outside the native subset (then the shim calls the
