@@ -56,10 +56,14 @@ fn hash_of(b: &[u8], enc: VALUE) -> u64 {
         let w = u64::from_le_bytes(c.try_into().unwrap_or([0; 8]));
         h = (h.rotate_left(5) ^ w).wrapping_mul(K);
     }
-    let mut tail = [0u8; 8];
-    let rest = chunks.remainder();
-    tail[..rest.len()].copy_from_slice(rest);
-    h = (h.rotate_left(5) ^ u64::from_le_bytes(tail)).wrapping_mul(K);
+    // The last 0..7 bytes, gathered in a register (a memcpy into a stack buffer and an
+    // 8-byte reload stalls on store forwarding).
+    let tail = chunks
+        .remainder()
+        .iter()
+        .enumerate()
+        .fold(0u64, |w, (i, &c)| w | (c as u64) << (8 * i));
+    h = (h.rotate_left(5) ^ tail).wrapping_mul(K);
     h ^ (h >> 29)
 }
 

@@ -102,8 +102,6 @@ struct Loader<'a> {
     depth: u32,
     utf8: c_int,
     usascii: c_int,
-    utf8_enc: *mut rb_sys::rb_encoding,
-    usascii_enc: *mut rb_sys::rb_encoding,
 }
 
 /// How a native load ended.
@@ -172,8 +170,6 @@ fn run(
         depth: 0,
         utf8: unsafe { rb_sys::rb_utf8_encindex() },
         usascii: unsafe { rb_sys::rb_usascii_encindex() },
-        utf8_enc: unsafe { rb_sys::rb_utf8_encoding() },
-        usascii_enc: unsafe { rb_sys::rb_usascii_encoding() },
     };
     let result = loader.r_object();
     // The tables must outlive every object they protect.
@@ -255,6 +251,16 @@ fn core_hashing(klass: VALUE) -> bool {
         rb_sys::rb_method_basic_definition_p(klass, ids.hash) != 0
             && rb_sys::rb_method_basic_definition_p(klass, ids.eql_p) != 0
     }
+}
+
+/// ENCODING_SET_INLINED for the UTF-8 and US-ASCII indexes (always below
+/// ENCODING_INLINE_MAX) on a new String, whose encoding bits are binary's 0.
+#[inline]
+fn set_encoding_index(s: VALUE, idx: c_int) {
+    const SHIFT: u32 = rb_sys::ruby_encoding_consts::RUBY_ENCODING_SHIFT as u32;
+    const MASK: VALUE = rb_sys::ruby_encoding_consts::RUBY_ENCODING_MASK as VALUE;
+    let basic = s as *mut rb_sys::RBasic;
+    unsafe { (*basic).flags = ((*basic).flags & !MASK) | (((idx as VALUE) << SHIFT) & MASK) };
 }
 
 fn is_bignum(v: VALUE) -> bool {
@@ -1236,16 +1242,18 @@ impl Loader<'_> {
             let (sym, plain) = self.r_symbol()?;
             done = 1;
             if plain && sym == ids.sym_e {
-                let s = match self.byte()? {
-                    // rb_enc_str_new, not rb_usascii_str_new: Ruby 3.3's marks the String 7-bit
-                    // without looking, which is wrong for non-ASCII bytes (MRI leaves the
-                    // coderange unknown, and String#eql? depends on it).
-                    core::TYPE_TRUE => unsafe { rb_sys::rb_enc_str_new(ptr, len, self.utf8_enc) },
-                    core::TYPE_FALSE => unsafe {
-                        rb_sys::rb_enc_str_new(ptr, len, self.usascii_enc)
-                    },
+                let idx = match self.byte()? {
+                    core::TYPE_TRUE => self.utf8,
+                    core::TYPE_FALSE => self.usascii,
                     _ => return Err(Fallback),
                 };
+                // What rb_enc_str_new does for a new String, without its lookups: a byte
+                // String given the encoding index in its flags, the coderange left unknown
+                // (not rb_usascii_str_new: Ruby 3.3's marks the String 7-bit without
+                // looking, which is wrong for non-ASCII bytes, and String#eql? depends on
+                // it).
+                let s = unsafe { rb_sys::rb_str_new(ptr, len) };
+                set_encoding_index(s, idx);
                 self.entry_string(s, class);
                 s
             } else if plain && sym == ids.sym_encoding {
