@@ -10,12 +10,12 @@ module RustyStdlib
   # named subclasses, objects of named classes with marshal_dump/marshal_load or
   # _dump/_load (the hooks run exactly as the stdlib runs them), Regexps, instance
   # variables on Strings/Arrays/Hashes/Structs, compare_by_identity and ruby2_keywords
-  # Hashes, Ranges, Rationals and Complexes.
+  # Hashes, Ranges, Rationals, Complexes and exceptions.
   #
   # A module prepended to Marshal's singleton class tries the native code first; it
   # answers only when the whole call is within what it supports, otherwise the stdlib
-  # handles the whole call (other classes such as exceptions and Data, Range and Regexp
-  # subclasses on load,
+  # handles the whole call (other classes such as Data, raised exceptions' backtraces,
+  # Range and Regexp subclasses on load,
   # extended objects, singletons, IO ports, a load proc, classes that would need an autoload,
   # unusual or malformed bytes, depth limits and their errors). That is decided before
   # any hook runs, except for something unsupported inside a marshal_dump result: then

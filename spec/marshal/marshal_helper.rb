@@ -56,6 +56,11 @@ module RustyMarshalSpec
   end
   DataPoint = Data.define(:q) if defined?(Data) && Data.respond_to?(:define)
 
+  # An exception class with an ivar of its own (beside mesg and bt).
+  class SpecError < StandardError
+    attr_accessor :extra
+  end
+
   # Dump hooks. HOOK_LOG records every call, so specs can check that ours runs each hook
   # exactly as often, in the same order and with the same arguments, as the stdlib.
   HOOK_LOG = []

@@ -113,6 +113,10 @@ RSpec.describe "RustyStdlib::Marshal" do
       [1..2, 1...3, (1..), (..5), ("a".."b"), (shared_s..shared_s), (1.0..2.5), (2**70..2**71), { (1..2) => 1 },
        Rational(1, 3), Rational(-3, 4), Rational(2**70, 3), Rational(3, 2**70), Complex(1, 2), Complex(1.5, 2r),
        [1r, 1r, Complex(1r, 1r), 1..2, 1..2]],
+    "exceptions (o records with mesg, bt and a subclass's own ivars)" =>
+      [RuntimeError.new("x"), StandardError.new, KeyError.new("k", receiver: 1, key: 2), NameError.new("n", :foo),
+       NoMethodError.new("nm", :zz, [1]), RustyMarshalSpec::SpecError.new("mine").tap { |e| e.extra = [1, :a] },
+       [Exception.new("e")] * 2, RuntimeError.new("bt").tap { |e| e.set_backtrace(["a:1", "b:2"]) }],
     "ruby2_keywords Hashes (the K flag)" =>
       [[Hash.ruby2_keywords_hash({ a: 1 })], [MarshalHelper.with_ivars(Hash.ruby2_keywords_hash({ b: 2 }), :@k, 1)],
        [Hash.ruby2_keywords_hash(Hash.new(1).merge!(c: 3))], Hash.ruby2_keywords_hash({ top: 1 })]
@@ -309,7 +313,7 @@ RSpec.describe "RustyStdlib::Marshal" do
       "an object of a class that cannot be referred to" => [RustyMarshalSpecGoneInstance],
       "an object with a singleton method" => [Object.new.tap { |o| o.define_singleton_method(:x) { 1 } }],
       "an extended plain object" => [Object.new.extend(RustyMarshalSpecExt)],
-      "an exception" => [RuntimeError.new("boom")],
+      "a raised exception (its backtrace object)" => [begin; raise ArgumentError, "boom"; rescue => e; e; end],
       "a Time with an ivar" => [Time.at(0).tap { |t| t.instance_variable_set(:@note, 1) }],
       "a Time with a singleton method" => [Time.at(0).tap { |t| t.define_singleton_method(:x) { 1 } }],
       "a Struct of an anonymous class" => [Struct.new(:a).new(1)],
@@ -319,8 +323,8 @@ RSpec.describe "RustyStdlib::Marshal" do
       "an extended object" => [extended],
       "an object with singleton methods" => [singleton],
       "a hash with a default proc" => [Hash.new { |h, k| h[k] = 1 }],
-      "an exception (a Time, a Range, a class and a module beside it)" =>
-        [1..2, /re/i, String, Kernel, Time.at(0, in: "UTC"), Rational(1, 3), Complex(1, 2), RuntimeError.new("x")],
+      "an extended object (a Time, a Range, a class and a module beside it)" =>
+        [1..2, /re/i, String, Kernel, Time.at(0, in: "UTC"), Rational(1, 3), Complex(1, 2), Object.new.extend(Comparable)],
       "an anonymous class or module" => [String, Class.new],
       "an anonymous module" => [Module.new],
       "a singleton class" => [String.singleton_class],
@@ -632,7 +636,7 @@ RSpec.describe "RustyStdlib::Marshal" do
       Object.const_set(:RustyMarshalSpecRange, klass) unless defined?(RustyMarshalSpecRange)
       selfish = []
       selfish << (selfish..selfish)
-      values = [RuntimeError.new("x"), RustyMarshalSpecRange.new(1, 2), selfish, (Time.at(0)..Time.at(1)),
+      values = [Object.new.extend(Comparable), RustyMarshalSpecRange.new(1, 2), selfish, (Time.at(0)..Time.at(1)),
                 Regexp.new("r").tap { |r| r.instance_variable_set(:@i, 1) },
                 Class.new(Regexp).tap { |c| Object.const_set(:RustyMarshalSpecRegexp, c) unless defined?(RustyMarshalSpecRegexp) } &&
                   RustyMarshalSpecRegexp.new("sub")]
@@ -735,7 +739,7 @@ RSpec.describe "RustyStdlib::Marshal" do
     end
 
     it "runs every hook once when something outside the native set sits outside the hooks" do
-      value = [spec::MDump.new(1), spec::UDump.new("u"), RuntimeError.new("x")]
+      value = [spec::MDump.new(1), spec::UDump.new("u"), Object.new.extend(Comparable)]
       expect(native_dump(value)).to be_nil # decided before any hook ran
       expect_same_hook_calls { |m| m.dump(value) }
       bytes = stdlib.dump(value)

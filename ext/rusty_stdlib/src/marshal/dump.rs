@@ -327,24 +327,28 @@ struct IvarCount {
     odd: bool,
 }
 
+/// Ivars MRI's `to_be_skipped_id` leaves out without a word: `encoding` and internal
+/// (unnamed) IDs, such as those an exception keeps its receiver in.
+#[inline]
+unsafe fn skipped_silently(id: rb_sys::ID) -> bool {
+    let name = rb_sys::rb_id2str(id);
+    id == ids().id_encoding || name == 0 || name == rb_sys::Qfalse as VALUE
+}
+
 unsafe extern "C" fn count_ivar(id: rb_sys::ID, _value: VALUE, arg: rb_sys::st_data_t) -> c_int {
     let count = &mut *(arg as *mut IvarCount);
     let ids = ids();
-    if id == ids.id_e
-        || id == ids.id_k
-        || id == ids.id_encoding
-        || rb_sys::rb_id2str(id) == rb_sys::Qfalse as VALUE
-        || rb_sys::rb_id2str(id) == 0
-    {
+    if id == ids.id_e || id == ids.id_k {
+        // MRI skips these with a warning: the stdlib's.
         count.odd = true;
-    } else {
+    } else if !skipped_silently(id) {
         count.count += 1;
     }
     rb_sys::st_retval::ST_CONTINUE as c_int
 }
 
 /// The generic ivars of a non-`T_OBJECT` that MRI writes (after the record, inside an
-/// `I`), or `Fallback` for names MRI skips with a warning (`E`, `K`, `encoding`, unnamed).
+/// `I`), or `Fallback` for names MRI skips with a warning (`E`, `K`).
 fn generic_ivar_count(obj: VALUE) -> Result<usize, Fallback> {
     if flags(obj) & FL_EXIVAR == 0 {
         return Ok(0);
@@ -370,6 +374,9 @@ struct IvarWalk<'a, 't> {
 
 unsafe extern "C" fn write_ivar(id: rb_sys::ID, value: VALUE, arg: rb_sys::st_data_t) -> c_int {
     let walk = &mut *(arg as *mut IvarWalk);
+    if skipped_silently(id) {
+        return rb_sys::st_retval::ST_CONTINUE as c_int;
+    }
     let step = catch_unwind(AssertUnwindSafe(|| {
         walk.dumper.w_symbol(rb_sys::ID2SYM(id))?;
         walk.dumper.w_object(value, walk.limit)
@@ -885,7 +892,9 @@ impl Dumper<'_> {
     /// way MRI writes them: a named, non-singleton class with Object's allocator and no
     /// dump hooks, whose path leads back to it.
     fn object_class(&mut self, obj: VALUE, klass: VALUE) -> Result<VALUE, Fallback> {
-        self.named_class(obj, klass, classes::allocates_plain_objects)
+        self.named_class(obj, klass, |k| {
+            classes::allocates_plain_objects(k) || classes::allocates_exceptions(k)
+        })
     }
 
     /// MRI's `w_uclass` decision for a String, Array or Hash whose class is `klass`:

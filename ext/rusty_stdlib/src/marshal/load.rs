@@ -314,6 +314,8 @@ enum ClassKind {
     HashSub = 5,
     /// Range itself (its `o` records go through Range's compat loader).
     Range = 6,
+    /// Exceptions: `o` records whose ivar names need no `@`.
+    Exception = 7,
 }
 
 /// Which core class `klass` strictly inherits from, for a `C` record.
@@ -341,6 +343,7 @@ impl ClassKind {
             4 => ClassKind::ArraySub,
             5 => ClassKind::HashSub,
             6 => ClassKind::Range,
+            7 => ClassKind::Exception,
             _ => ClassKind::Other,
         }
     }
@@ -872,14 +875,15 @@ impl Loader<'_> {
         Ok(v)
     }
 
-    /// An `o` record of a plain class: MRI reserves the link index first, finds the
-    /// class, allocates, then sets the ivars.
+    /// An `o` record of a plain class or an exception class: MRI reserves the link index
+    /// first, finds the class, allocates, then sets the ivars.
     fn r_plain_object(&mut self) -> Load<VALUE> {
         let slot = unsafe { &*self.table.links.get() }.len();
         self.entry(qnil());
         let (path_sym, _) = self.r_symbol()?;
-        let klass = match self.named_class(path_sym)? {
-            (klass, ClassKind::Plain) => klass,
+        let (klass, exception) = match self.named_class(path_sym)? {
+            (klass, ClassKind::Plain) => (klass, false),
+            (klass, ClassKind::Exception) => (klass, true),
             (_, ClassKind::Range) => return self.r_range(slot),
             _ => return Err(Fallback),
         };
@@ -893,8 +897,16 @@ impl Loader<'_> {
                 return Err(Fallback);
             }
             let id = unsafe { rb_sys::SYM2ID(name) };
-            if unsafe { rb_sys::rb_is_instance_id(id) } == 0 {
+            let ids = ids();
+            let named_ok = if exception {
+                // An exception's own ivars are named without `@` (mesg, bt, ...); MRI
+                // rejects E, K and encoding on it.
+                id != ids.id_e && id != ids.id_k && id != ids.id_encoding
+            } else {
                 // MRI sets even odd names (and rejects E/K/encoding); leave those to it.
+                (unsafe { rb_sys::rb_is_instance_id(id) }) != 0
+            };
+            if !named_ok {
                 return Err(Fallback);
             }
             let value = self.r_object()?;
@@ -1191,6 +1203,8 @@ impl Loader<'_> {
             ClassKind::Plain
         } else if klass == unsafe { rb_sys::rb_cRange } {
             ClassKind::Range
+        } else if classes::allocates_exceptions(klass) {
+            ClassKind::Exception
         } else if classes::allocates_structs(klass) {
             ClassKind::Struct
         } else if let Some(kind) = core_subclass_kind(klass) {

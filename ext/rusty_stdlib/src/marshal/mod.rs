@@ -8,7 +8,9 @@
 //! Regexps (`/`), instance variables on Strings, Arrays, Hashes and Structs (`I`
 //! records), compare_by_identity Hashes (`C:Hash`), ruby2_keywords Hashes (`K`), Ranges
 //! (`o:Range` through Range's compat dumper; subclasses dump only), and Rationals and
-//! Complexes (`U` records of their core `marshal_dump`).
+//! Complexes (`U` records of their core `marshal_dump`), and exceptions (`o` records
+//! with `mesg`, `bt` and a subclass's ivars; raised ones, holding a backtrace object,
+//! are dumped by the stdlib).
 //!
 //! `RustyStdlib::Marshal.native_dump(obj, limit)` returns the dump as a String, or `nil`
 //! when the graph holds anything outside the native subset (then the shim calls the
