@@ -6,14 +6,20 @@ module RustyStdlib
   # Marshal.dump / Marshal.load / Marshal.restore on Rust for the core types: nil, true,
   # false, Integer, Float, String, Symbol, Array, Hash (with links, encodings and
   # defaults, as format 4.8 writes them), Time, classes and modules, plain objects of
-  # named classes, Structs of named Struct.new classes, and Strings, Arrays and Hashes of
-  # named subclasses.
+  # named classes, Structs of named Struct.new classes, Strings, Arrays and Hashes of
+  # named subclasses, objects of named classes with marshal_dump/marshal_load or
+  # _dump/_load (the hooks run exactly as the stdlib runs them), Regexps, instance
+  # variables on Strings/Arrays/Hashes/Structs, compare_by_identity and ruby2_keywords
+  # Hashes, Ranges, Rationals, Complexes and exceptions.
   #
   # A module prepended to Marshal's singleton class tries the native code first; it
   # answers only when the whole call is within what it supports, otherwise the stdlib
-  # handles the whole call (other classes, extended objects, ivars on core objects,
-  # singletons, dump hooks, IO ports, a load proc, classes that would need an autoload,
-  # unusual or malformed bytes, depth limits and their errors). The stdlib
+  # handles the whole call (other classes such as Data, raised exceptions' backtraces,
+  # Range and Regexp subclasses on load,
+  # extended objects, singletons, IO ports, a load proc, classes that would need an autoload,
+  # unusual or malformed bytes, depth limits and their errors). That is decided before
+  # any hook runs, except for something unsupported inside a marshal_dump result: then
+  # the stdlib runs the hooks again. The stdlib
   # stays reachable through stdlib_dump / stdlib_load / stdlib_restore. Everything here
   # also works inside a Ractor, as the stdlib's Marshal does.
   module Marshal

@@ -55,6 +55,94 @@ module RustyMarshalSpec
     end
   end
   DataPoint = Data.define(:q) if defined?(Data) && Data.respond_to?(:define)
+
+  # An exception class with an ivar of its own (beside mesg and bt).
+  class SpecError < StandardError
+    attr_accessor :extra
+  end
+
+  # Dump hooks. HOOK_LOG records every call, so specs can check that ours runs each hook
+  # exactly as often, in the same order and with the same arguments, as the stdlib.
+  HOOK_LOG = []
+
+  # `U` records: marshal_dump's result is dumped in the object's place.
+  class MDump
+    attr_reader :data
+
+    def initialize(data = nil)
+      @data = data
+    end
+
+    def marshal_dump
+      HOOK_LOG << [:marshal_dump, @data.class]
+      @data
+    end
+
+    def marshal_load(data)
+      HOOK_LOG << [:marshal_load, data.class]
+      @data = data
+    end
+  end
+
+  # `u` records: a String (with its encoding and any ivars) and the class's _load.
+  class UDump
+    attr_reader :text
+
+    def initialize(text = "")
+      @text = text
+    end
+
+    def _dump(level)
+      HOOK_LOG << [:_dump, level]
+      @text
+    end
+
+    def self._load(str)
+      HOOK_LOG << [:_load, str, str.encoding.name, str.instance_variables.map { |iv| [iv, str.instance_variable_get(iv)] }]
+      new(str)
+    end
+  end
+
+  # marshal_dump returning the object's own data plus a private hook pair.
+  class PrivateHooks
+    attr_reader :v
+
+    def initialize(v = nil)
+      @v = v
+    end
+
+    private
+
+    def marshal_dump = (HOOK_LOG << :private_marshal_dump) && [@v]
+    def marshal_load(a) = (HOOK_LOG << :private_marshal_load) && (@v = a.first)
+  end
+
+  # Hooks that misbehave the ways MRI checks for.
+  class RaisingDump
+    def marshal_dump = raise(IOError, "marshal_dump failed")
+  end
+
+  class RaisingLoad
+    def marshal_dump = 1
+    def marshal_load(_) = raise(IOError, "marshal_load failed")
+  end
+
+  class RaisingUnderscoreLoad
+    def _dump(_) = "x"
+    def self._load(_) = raise(EncodingError, "_load failed")
+  end
+
+  class SameClassDump
+    def marshal_dump = SameClassDump.allocate
+  end
+
+  class NonStringDump
+    def _dump(_) = :not_a_string
+  end
+
+  class NoMarshalLoad
+    def marshal_dump = 1
+  end
 end
 
 # Helpers for the Marshal parity specs.
@@ -80,6 +168,12 @@ module MarshalHelper
     end
   end
 
+  # `obj` with the given instance variables set (name, value, name, value, ...).
+  def self.with_ivars(obj, *pairs)
+    pairs.each_slice(2) { |name, value| obj.instance_variable_set(name, value) }
+    obj
+  end
+
   # A structural description of a loaded object graph: classes, values, encodings,
   # frozenness, default values, and which objects are the same object (shared
   # references and cycles). Two loads agree iff their descriptions are ==.
@@ -92,21 +186,24 @@ module MarshalHelper
 
     seen[obj] = seen.size
     frozen = obj.frozen?
+    # Instance variables of any object (Strings, Arrays, Hashes, Structs included).
+    ivars = obj.instance_variables.map { |iv| [iv, describe(obj.instance_variable_get(iv), seen)] }
     case obj
     when Float
       [Float, [obj].pack("G"), frozen]
     when String
       # ascii_only? and valid_encoding? read the coderange, which String#eql? also uses.
-      [obj.class, obj.b, obj.encoding, frozen, obj.instance_variables, obj.ascii_only?, obj.valid_encoding?]
+      [obj.class, obj.b, obj.encoding, frozen, ivars, obj.ascii_only?, obj.valid_encoding?]
     when Array
-      [obj.class, frozen, obj.map { |e| describe(e, seen) }]
+      [obj.class, frozen, obj.map { |e| describe(e, seen) }, ivars]
     when Time
       [obj.class, frozen, obj.to_r, obj.utc_offset, obj.zone, obj.utc?, obj.instance_variables]
     when Hash
       [obj.class, frozen, obj.compare_by_identity?, describe(obj.default, seen), obj.default_proc&.class,
-       obj.map { |k, v| [describe(k, seen), describe(v, seen)] }]
+       Hash.ruby2_keywords_hash?(obj), obj.map { |k, v| [describe(k, seen), describe(v, seen)] }, ivars]
+    when Regexp
+      [obj.class, frozen, obj.source.b, obj.options, obj.encoding, obj.fixed_encoding?, ivars]
     else
-      ivars = obj.instance_variables.map { |iv| [iv, describe(obj.instance_variable_get(iv), seen)] }
       inspected = obj.inspect
       inspected = nil if inspected.match?(/0x\h{8,}/) # addresses differ between two loads
       [obj.class, frozen, inspected, ivars]
@@ -139,7 +236,7 @@ module MarshalHelper
       end
       kind = depth > 5 || @budget <= 0 ? @rng.rand(7) : @rng.rand(11)
       value = case kind
-              when 0 then [nil, true, false, nil, String, Kernel, RustyMarshalSpec::Point][@rng.rand(7)]
+              when 0 then scalar
               when 1, 5 then integer
               when 2 then float
               when 3 then string
@@ -148,10 +245,31 @@ module MarshalHelper
               when 7 then array(depth)
               when 8 then hash(depth)
               when 9 then object(depth)
-              else array(depth)
+              else @rng.rand < 0.5 ? hooked(depth) : array(depth)
               end
       @pool << value unless value.nil? || value == true || value == false
       value
+    end
+
+    def scalar
+      case @rng.rand(10)
+      when 7 then regexp
+      when 8 then [Rational(@rng.rand(-99..99), @rng.rand(1..99)), Complex(@rng.rand(9), float), Rational(2**70, 3)].sample(random: @rng)
+      when 9 then [(@rng.rand(9)..@rng.rand(99)), (1.5...float.then { |f| f.nan? ? 2.0 : f }), ("a".."z"), (@rng.rand(9)..), (..2**70)].sample(random: @rng)
+      else [nil, true, false, nil, String, Kernel, RustyMarshalSpec::Point][@rng.rand(7)]
+      end
+    end
+
+    # Regexps with every kind of encoding MRI writes (none, US-ASCII, UTF-8, others).
+    def regexp
+      [/re/i, /a\d+b/mx, /caf\u00e9/, /x/n, Regexp.new("\u65e5".encode("EUC-JP")), Regexp.new("[/]", Regexp::EXTENDED)]
+        .sample(random: @rng).then { |r| @rng.rand < 0.5 ? Regexp.new(r.source, r.options) : r }
+    end
+
+    # Instance variables on a String, Array or Hash (an `I` record around it).
+    def maybe_ivars(obj, depth)
+      obj.instance_variable_set(%i[@tag @meta].sample(random: @rng), node(depth + 1)) if @rng.rand < 0.1
+      obj
     end
 
     def integer
@@ -185,6 +303,7 @@ module MarshalHelper
       end
       s = +s
       s = RustyMarshalSpec::MyString.new(s) if @rng.rand < 0.15
+      s.instance_variable_set(:@note, @rng.rand(100)) if @rng.rand < 0.1
       s.freeze if @rng.rand < 0.2
       s
     end
@@ -203,7 +322,7 @@ module MarshalHelper
       @pool << a
       @rng.rand(0..5).times { a << node(depth + 1) }
       a << a if @rng.rand < 0.05
-      a
+      maybe_ivars(a, depth)
     end
 
     def time
@@ -226,6 +345,22 @@ module MarshalHelper
       obj
     end
 
+    # Objects with dump hooks: marshal_dump data (which may hold the object itself) or a
+    # _dump String with an encoding and ivars.
+    def hooked(depth)
+      if @rng.rand < 0.5
+        obj = RustyMarshalSpec::MDump.new
+        @pool << obj
+        obj.instance_variable_set(:@data, [node(depth + 1), @rng.rand < 0.2 ? obj : node(depth + 1)])
+        obj
+      else
+        text = string.dup
+        text = +text.to_s unless text.instance_of?(String)
+        text.instance_variable_set(:@meta, node(depth + 1)) if @rng.rand < 0.3
+        RustyMarshalSpec::UDump.new(text)
+      end
+    end
+
     STRUCTS = [RustyMarshalSpec::Pair, RustyMarshalSpec::Keyed, RustyMarshalSpec::One, RustyMarshalSpec::KeyedOne,
                RustyMarshalSpec::SubPair, RustyMarshalSpec::SubKeyed].freeze
 
@@ -241,9 +376,11 @@ module MarshalHelper
     def hash(depth)
       h = @rng.rand < 0.15 ? Hash.new(node(depth + 1)) : {}
       h = RustyMarshalSpec::MyHash.new.replace(h).tap { |m| m.default = h.default } if @rng.rand < 0.15
+      h = Hash.ruby2_keywords_hash(h) if h.instance_of?(Hash) && @rng.rand < 0.08
+      h.compare_by_identity if @rng.rand < 0.1
       @pool << h
       @rng.rand(0..4).times { h[node(depth + 1)] = node(depth + 1) }
-      h
+      maybe_ivars(h, depth)
     end
   end
 end

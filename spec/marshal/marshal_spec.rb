@@ -94,7 +94,32 @@ RSpec.describe "RustyStdlib::Marshal" do
        RustyMarshalSpec::MyHash.new(5).merge!(x: 1), [RustyMarshalSpec::MyString.new("s")] * 2,
        RustyMarshalSpec::MyArray.new.tap { |a| a << a }, { RustyMarshalSpec::MyArray[1] => 2 }],
     "classes and modules" => [String, Kernel, Comparable, BasicObject, RustyMarshalSpec, RustyMarshalSpec::Point,
-                              [String, String, Kernel, Kernel], { Integer => Float }, Encoding::Converter, File::Constants]
+                              [String, String, Kernel, Kernel], { Integer => Float }, Encoding::Converter, File::Constants],
+    "instance variables on Strings, Arrays, Hashes and Structs (I records)" =>
+      [MarshalHelper.with_ivars(+"iv", :@note, 1), MarshalHelper.with_ivars("bin".b, :@a, [1, :b], :@c, nil),
+       MarshalHelper.with_ivars("x".encode("Shift_JIS"), :@x, "y".encode("EUC-JP")),
+       MarshalHelper.with_ivars([1, 2], :@n, shared_s), MarshalHelper.with_ivars({ a: 1 }, :@h, shared_a),
+       MarshalHelper.with_ivars(Hash.new(3), :@d, 4), MarshalHelper.with_ivars(RustyMarshalSpec::Pair.new(1, 2), :@p, :q),
+       MarshalHelper.with_ivars(RustyMarshalSpec::MyString.new("sub"), :@s, 1),
+       MarshalHelper.with_ivars(RustyMarshalSpec::MyArray[1], :@s, 2), MarshalHelper.with_ivars(RustyMarshalSpec::MyHash[b: 1], :@s, 3),
+       MarshalHelper.with_ivars(+"self", :@me, nil).tap { |str| str.instance_variable_set(:@me, [str]) }],
+    "Regexps (/ records)" => [/re/, /a\d+b/mix, /caf\u00e9/, Regexp.new("x".b), /x/n, Regexp.new("\\/"), /\d\h/,
+                              Regexp.new("\u65e5".encode("EUC-JP")), [/r/, /r/], Regexp.new("[a-z]+", Regexp::EXTENDED | Regexp::IGNORECASE)],
+    "compare_by_identity Hashes (C:Hash)" =>
+      [{}.compare_by_identity, {}.compare_by_identity.tap { |h| h["a"] = 1; h["a".dup] = 2; h[shared_s] = 3 },
+       Hash.new(0).compare_by_identity.tap { |h| h[:k] = 1 }, RustyMarshalSpec::MyHash.new.compare_by_identity.tap { |h| h[1] = 2 },
+       MarshalHelper.with_ivars({}.compare_by_identity, :@i, 1)],
+    "Ranges (o records of Range's compat dumper), Rationals and Complexes (U records)" =>
+      [1..2, 1...3, (1..), (..5), ("a".."b"), (shared_s..shared_s), (1.0..2.5), (2**70..2**71), { (1..2) => 1 },
+       Rational(1, 3), Rational(-3, 4), Rational(2**70, 3), Rational(3, 2**70), Complex(1, 2), Complex(1.5, 2r),
+       [1r, 1r, Complex(1r, 1r), 1..2, 1..2]],
+    "exceptions (o records with mesg, bt and a subclass's own ivars)" =>
+      [RuntimeError.new("x"), StandardError.new, KeyError.new("k", receiver: 1, key: 2), NameError.new("n", :foo),
+       NoMethodError.new("nm", :zz, [1]), RustyMarshalSpec::SpecError.new("mine").tap { |e| e.extra = [1, :a] },
+       [Exception.new("e")] * 2, RuntimeError.new("bt").tap { |e| e.set_backtrace(["a:1", "b:2"]) }],
+    "ruby2_keywords Hashes (the K flag)" =>
+      [[Hash.ruby2_keywords_hash({ a: 1 })], [MarshalHelper.with_ivars(Hash.ruby2_keywords_hash({ b: 2 }), :@k, 1)],
+       [Hash.ruby2_keywords_hash(Hash.new(1).merge!(c: 3))], Hash.ruby2_keywords_hash({ top: 1 })]
   }
 
   describe "dump" do
@@ -105,6 +130,12 @@ RSpec.describe "RustyStdlib::Marshal" do
           expect(native_dump(v)).not_to be_nil, "fell back for #{v.inspect}"
         end
       end
+    end
+
+    it "writes a Regexp with an ivar natively (MRI's load drops the ivar: that load is the stdlib's)" do
+      v = [Regexp.new("r").tap { |r| r.instance_variable_set(:@x, 1) }]
+      expect_same_dump(v)
+      expect(native_dump(v)).not_to be_nil
     end
 
     it "numbers links and symlinks as MRI does across a mixed graph" do
@@ -207,7 +238,7 @@ RSpec.describe "RustyStdlib::Marshal" do
     it "falls back for the subclass cases MRI runs Ruby code for, or that it cannot name" do
       keyed = RustyMarshalSpec::HashingString.new("k")
       [RustyMarshalSpec::DefaultingHash[a: 1], Class.new(String).new("anon"), Class.new(Array).new,
-       RustyMarshalSpec::MyString.new("ext").extend(Comparable), RustyMarshalSpec::MyArray[1].tap { |a| a.instance_variable_set(:@iv, 1) }].each do |v|
+       RustyMarshalSpec::MyString.new("ext").extend(Comparable)].each do |v|
         expect(native_dump([v])).to be_nil, "did not fall back for #{v.inspect}"
         expect_same_dump([v])
       end
@@ -221,8 +252,8 @@ RSpec.describe "RustyStdlib::Marshal" do
       expect_parity(stdlib, ours) { |m| MarshalHelper.describe(m.load(bytes)).to_s }
     end
 
-    it "falls back for anonymous structs and Data, structs with ivars and Range" do
-      odd = [Struct.new(:z).new(1), RustyMarshalSpec::Pair.new(1, 2).tap { |x| x.instance_variable_set(:@iv, 1) }, 1..2]
+    it "falls back for anonymous structs and Data" do
+      odd = [Struct.new(:z).new(1)]
       odd << Data.define(:q).new(q: 1) if defined?(RustyMarshalSpec::DataPoint)
       odd.each do |v|
         expect(native_dump([v])).to be_nil
@@ -255,15 +286,7 @@ RSpec.describe "RustyStdlib::Marshal" do
     Object.const_set(:RustyMarshalSpecArray, sub_a) unless Object.const_defined?(:RustyMarshalSpecArray)
     sub_h = Class.new(Hash)
     Object.const_set(:RustyMarshalSpecHash, sub_h) unless Object.const_defined?(:RustyMarshalSpecHash)
-    unless Object.const_defined?(:RustyMarshalSpecHooked)
-      Object.const_set(:RustyMarshalSpecHooked, Class.new do
-        def marshal_dump = [1]
-        def marshal_load(_data) = nil
-      end)
-      Object.const_set(:RustyMarshalSpecUserDump, Class.new do
-        def _dump(_level) = "u"
-        def self._load(_str) = new
-      end)
+    unless Object.const_defined?(:RustyMarshalSpecTime)
       Object.const_set(:RustyMarshalSpecTime, Class.new(Time))
       Object.const_set(:RustyMarshalSpecClassDump, Class.new do
         def self._dump(_level) = "c"
@@ -281,39 +304,27 @@ RSpec.describe "RustyStdlib::Marshal" do
     ext_mod = Module.new
     Object.const_set(:RustyMarshalSpecExt, ext_mod) unless Object.const_defined?(:RustyMarshalSpecExt)
 
-    with_ivar = +"iv"
-    with_ivar.instance_variable_set(:@note, 1)
-    ary_ivar = [1]
-    ary_ivar.instance_variable_set(:@n, 2)
     extended = (+"e").extend(RustyMarshalSpecExt)
     singleton = +"s"
     singleton.define_singleton_method(:hi) { 1 }
     cases = {
-      "an object of a class with marshal_dump" => [RustyMarshalSpecHooked.new],
-      "an object of a class with _dump" => [RustyMarshalSpecUserDump.new],
       "an object whose class overrides respond_to?" => [RustyMarshalSpecResponder.new],
       "an object of an anonymous class" => [Class.new.new],
       "an object of a class that cannot be referred to" => [RustyMarshalSpecGoneInstance],
       "an object with a singleton method" => [Object.new.tap { |o| o.define_singleton_method(:x) { 1 } }],
       "an extended plain object" => [Object.new.extend(RustyMarshalSpecExt)],
-      "an exception" => [RuntimeError.new("boom")],
-      "a Time subclass" => [RustyMarshalSpecTime.at(0)],
+      "a raised exception (its backtrace object)" => [begin; raise ArgumentError, "boom"; rescue => e; e; end],
       "a Time with an ivar" => [Time.at(0).tap { |t| t.instance_variable_set(:@note, 1) }],
       "a Time with a singleton method" => [Time.at(0).tap { |t| t.define_singleton_method(:x) { 1 } }],
       "a Struct of an anonymous class" => [Struct.new(:a).new(1)],
       "extended String/Array/Hash subclasses" =>
         [RustyMarshalSpecString.new("x").extend(Comparable), RustyMarshalSpecArray.new([1]).extend(Comparable),
          RustyMarshalSpecHash.new.merge!(a: 1).extend(Comparable)],
-      "a string with an ivar" => [1, with_ivar],
-      "an array with an ivar" => ary_ivar,
       "an extended object" => [extended],
       "an object with singleton methods" => [singleton],
-      "a compare_by_identity hash" => [{}.compare_by_identity.merge!("a" => 1)],
       "a hash with a default proc" => [Hash.new { |h, k| h[k] = 1 }],
-      "a ruby2_keywords hash" => [Hash.ruby2_keywords_hash({ a: 1 })],
-      "a top-level ruby2_keywords hash" => Hash.ruby2_keywords_hash({ a: 1 }),
-      "Range, Regexp, Rational, Complex (a Time, a class and a module beside them)" =>
-        [1..2, /re/i, String, Kernel, Time.at(0, in: "UTC"), Rational(1, 3), Complex(1, 2)],
+      "an extended object (a Time, a Range, a class and a module beside it)" =>
+        [1..2, /re/i, String, Kernel, Time.at(0, in: "UTC"), Rational(1, 3), Complex(1, 2), Object.new.extend(Comparable)],
       "an anonymous class or module" => [String, Class.new],
       "an anonymous module" => [Module.new],
       "a singleton class" => [String.singleton_class],
@@ -460,6 +471,23 @@ RSpec.describe "RustyStdlib::Marshal" do
       end
     end
 
+    it "gives Hashes the interned String keys the stdlib gives them (and links the originals)" do
+      h = { "k" => 1, "k".b => 2, "k".encode("US-ASCII") => 3, "caf\u00e9" => 4, ("x" * 70) => 5 }
+      k = h.keys.first
+      value = [h, k, [{ "k" => 6 }] * 3, { "k" => 7, "caf\u00e9" => 8 }, { "k".encode("UTF-16LE") => 9 }]
+      bytes = stdlib.dump(value)
+      expect(native_load(bytes)).not_to equal(fallback)
+      expect_same_load(bytes)
+      expect_parity(stdlib, ours) do |m|
+        loaded = m.load(bytes)
+        keys = loaded.values_at(0, 3, 4).flat_map(&:keys) + loaded[2].flat_map(&:keys)
+        # An interned key is the VM's one copy of its bytes and encoding; the linked
+        # original stays a separate, unfrozen String.
+        [keys.map { |key| [key.encoding, key.frozen?, key.equal?(-key.dup)] }, loaded[1].frozen?,
+         loaded[1].equal?(loaded[0].keys.first)]
+      end
+    end
+
     it "preserves shared references and freezes like the stdlib" do
       s = +"s"
       bytes = stdlib.dump([s, s, { s => s }, [s], Hash.new(s)])
@@ -496,7 +524,9 @@ RSpec.describe "RustyStdlib::Marshal" do
     end
 
     it "gives the stdlib's exception for truncated input" do
-      values = [[1, 2**70, 1.5, "caf\u00e9", :sym, { a: "x".encode("Shift_JIS") }, Hash.new(3)], "abc", 2**100, :"caf\u00e9"]
+      values = [[1, 2**70, 1.5, "caf\u00e9", :sym, { a: "x".encode("Shift_JIS") }, Hash.new(3),
+                 MarshalHelper.with_ivars(+"iv", :@a, [1]), /re/i, {}.compare_by_identity.tap { |h| h[:k] = 1 },
+                 Hash.ruby2_keywords_hash({ k: 1 })], "abc", 2**100, :"caf\u00e9"]
       values = values.drop(1) if stress
       values.each do |v|
         bytes = stdlib.dump(v)
@@ -602,9 +632,14 @@ RSpec.describe "RustyStdlib::Marshal" do
     end
 
     it "falls back for unsupported records and load options" do
-      values = [RuntimeError.new("x"), 1..2, /re/, RustyMarshalSpecTime.at(0), Rational(1, 2), [+"x"].tap { |a| a.instance_variable_set(:@i, 1) },
-                {}.compare_by_identity, Hash.ruby2_keywords_hash({ a: 1 }),
-                (+"iv").tap { |s| s.instance_variable_set(:@x, 1) }]
+      klass = Class.new(Range)
+      Object.const_set(:RustyMarshalSpecRange, klass) unless defined?(RustyMarshalSpecRange)
+      selfish = []
+      selfish << (selfish..selfish)
+      values = [Object.new.extend(Comparable), RustyMarshalSpecRange.new(1, 2), selfish, (Time.at(0)..Time.at(1)),
+                Regexp.new("r").tap { |r| r.instance_variable_set(:@i, 1) },
+                Class.new(Regexp).tap { |c| Object.const_set(:RustyMarshalSpecRegexp, c) unless defined?(RustyMarshalSpecRegexp) } &&
+                  RustyMarshalSpecRegexp.new("sub")]
       values.each do |v|
         bytes = stdlib.dump(v)
         expect(native_load(bytes)).to equal(fallback)
@@ -650,6 +685,113 @@ RSpec.describe "RustyStdlib::Marshal" do
       medium = "\x04\b#{"[\x06" * 1500}[\x00".b
       expect(native_load(medium)).to equal(fallback)
       expect_same_load(medium) unless stress # 1000 arrays under GC.stress before falling back
+    end
+  end
+
+  describe "dump hooks (marshal_dump/marshal_load, _dump/_load)" do
+    spec = RustyMarshalSpec
+
+    # Runs the block with the stdlib and with ours, comparing results (or exceptions) and
+    # the hook calls each made.
+    def expect_same_hook_calls(&block)
+      logs = []
+      expect_parity(MarshalHelper::Stdlib, RustyStdlib::Marshal) do |m|
+        RustyMarshalSpec::HOOK_LOG.clear
+        result = block.call(m)
+        logs << RustyMarshalSpec::HOOK_LOG.dup
+        result
+      ensure
+        logs << RustyMarshalSpec::HOOK_LOG.dup if logs.size < 2 && $!
+      end
+      expect(logs[1]).to eq(logs[0])
+      expect(logs[0]).not_to be_empty
+    end
+
+    text = "caf\u00e9".encode(Encoding::ISO_8859_1)
+    text.instance_variable_set(:@meta, [1, :sym, "s"])
+    cyclic = spec::MDump.new
+    cyclic.instance_variable_set(:@data, [cyclic, { cyclic => 1 }])
+    shared = spec::UDump.new("shared")
+    hooked_values = {
+      "a marshal_dump object" => spec::MDump.new([1, "two", :three, 2**70, 1.5]),
+      "private hooks" => [spec::PrivateHooks.new("v"), spec::PrivateHooks.new(nil)],
+      "a _dump object with an encoding and ivars" => spec::UDump.new(text),
+      "binary and UTF-8 _dump Strings" => [spec::UDump.new("bin\xff".b), spec::UDump.new("\u65e5")],
+      "shared and self-referencing hook objects" => [cyclic, cyclic, shared, shared, [shared]],
+      "hooks inside hooks" => spec::MDump.new([spec::UDump.new("in"), spec::MDump.new([spec::MDump.new(:deep)])]),
+      "hook objects beside the other native types" =>
+        { a: spec::MDump.new(Time.at(0, in: "UTC")), spec::UDump.new("k") => spec::Point.new(1, spec::MDump.new(2)) },
+      "a Time subclass (its core _dump, under its own name)" => [RustyMarshalSpecTime.at(0)]
+    }
+
+    hooked_values.each do |label, value|
+      it "dumps and loads #{label} natively, calling the hooks as the stdlib does" do
+        expect(native_dump(value)).not_to be_nil
+        bytes = stdlib.dump(value)
+        expect_same_dump(value)
+        expect(native_load(bytes)).not_to equal(fallback)
+        expect_same_load(bytes)
+        expect_same_load(bytes, freeze: true)
+        expect_same_hook_calls { |m| m.dump(value) } unless label.include?("Time")
+        expect_same_hook_calls { |m| MarshalHelper.describe(m.load(bytes)) } unless label.include?("Time")
+        expect_same_dump(value, 2) # the limit _dump is given, or "exceed depth limit"
+      end
+    end
+
+    it "runs every hook once when something outside the native set sits outside the hooks" do
+      value = [spec::MDump.new(1), spec::UDump.new("u"), Object.new.extend(Comparable)]
+      expect(native_dump(value)).to be_nil # decided before any hook ran
+      expect_same_hook_calls { |m| m.dump(value) }
+      bytes = stdlib.dump(value)
+      expect(native_load(bytes)).to equal(fallback)
+      expect_same_hook_calls { |m| MarshalHelper.describe(m.load(bytes)) }
+    end
+
+    it "raises what a hook raises, and MRI's errors for what a hook returns" do
+      [spec::RaisingDump.new, [1, spec::SameClassDump.new], { a: spec::NonStringDump.new }].each do |value|
+        expect_parity(stdlib, ours) { |m| m.dump(value) }
+        expect { native_dump(value) }.to raise_error(StandardError)
+      end
+      # A _dump String whose ivars lead back to the object: 3.3 raises, 3.1 dumps it again.
+      recursive = spec::UDump.new(+"r")
+      recursive.text.instance_variable_set(:@meta, [recursive])
+      expect_parity(stdlib, ours) { |m| m.dump(recursive) }
+      expect { native_dump(recursive) }.to raise_error(RuntimeError) if RUBY_VERSION >= "3.3"
+      expect(native_dump(recursive)).to be_a(String) if RUBY_VERSION < "3.3"
+      [spec::RaisingLoad.new, [spec::RaisingUnderscoreLoad.new]].each do |value|
+        bytes = stdlib.dump(value)
+        expect_parity(stdlib, ours) { |m| m.load(bytes) }
+        expect { native_load(bytes) }.to raise_error(StandardError)
+      end
+      bytes = stdlib.dump(spec::NoMarshalLoad.new)
+      expect_parity(stdlib, ours) { |m| m.load(bytes) } # MRI's TypeError
+    end
+
+    it "gives the stdlib's exception for truncated and mutated hook records, before any hook runs" do
+      bytes = stdlib.dump([spec::MDump.new([1, "x"]), spec::UDump.new(text), spec::MDump.new(2)])
+      rng = Random.new(Kernel.rand(2**32))
+      cuts = (2...bytes.bytesize).to_a
+      cuts = cuts.sample(8, random: rng) if stress
+      cuts.each do |cut|
+        expect_same_hook_calls_or_none { |m| MarshalHelper.describe(m.load(bytes[0, cut])).to_s }
+      end
+      (stress ? 6 : 60).times do
+        mutated = bytes.dup
+        mutated.setbyte(rng.rand(2...mutated.bytesize), rng.rand(256))
+        expect_same_hook_calls_or_none { |m| MarshalHelper.describe(m.load(mutated)).to_s }
+      end
+    end
+
+    # As expect_same_hook_calls, for inputs that may fail before any hook runs.
+    def expect_same_hook_calls_or_none(&block)
+      logs = []
+      expect_parity(MarshalHelper::Stdlib, RustyStdlib::Marshal) do |m|
+        RustyMarshalSpec::HOOK_LOG.clear
+        block.call(m)
+      ensure
+        logs << RustyMarshalSpec::HOOK_LOG.dup
+      end
+      expect(logs[1]).to eq(logs[0])
     end
   end
 

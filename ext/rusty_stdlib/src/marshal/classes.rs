@@ -73,3 +73,19 @@ pub fn allocates_structs(klass: VALUE) -> bool {
     reference != 0
         && unsafe { rb_sys::rb_get_alloc_func(klass) }.map(|f| f as usize) == Some(reference)
 }
+
+/// Whether `klass` builds Ranges with Range's allocator (Range or a subclass), which
+/// Marshal converts through Range's compat dumper and loader.
+pub fn allocates_ranges(klass: VALUE) -> bool {
+    let range = unsafe { rb_sys::rb_get_alloc_func(rb_sys::rb_cRange) }.map(|f| f as usize);
+    range.is_some() && unsafe { rb_sys::rb_get_alloc_func(klass) }.map(|f| f as usize) == range
+}
+
+/// Whether `klass` builds its instances with Exception's allocator: `T_OBJECT`s that
+/// Marshal writes as `o` records whose ivars (`mesg`, `bt`, `bt_locations`, a
+/// subclass's `key`, `receiver`, `name`...) are named without an `@`.
+pub fn allocates_exceptions(klass: VALUE) -> bool {
+    let exception = unsafe { rb_sys::rb_get_alloc_func(rb_sys::rb_eException) }.map(|f| f as usize);
+    exception.is_some()
+        && unsafe { rb_sys::rb_get_alloc_func(klass) }.map(|f| f as usize) == exception
+}

@@ -1,13 +1,22 @@
 //! The native `Marshal.dump`: a walk over nil, true, false, Integer, Float, String,
-//! Symbol, Array, Hash, Time, classes, modules, Structs and plain objects that writes
-//! MRI's exact bytes, or reports
-//! `Fallback` as soon as it meets anything else.
+//! Symbol, Array, Hash (compare_by_identity, ruby2_keywords), Regexp, Range, Rational,
+//! Complex, Time, classes, modules, Structs, plain objects, instance variables of Strings, Arrays, Hashes, Structs
+//! and Regexps, and objects with dump hooks (`U` for `marshal_dump`, `u` for `_dump`)
+//! that writes MRI's exact bytes,
+//! or reports `Fallback` as soon as it meets anything else.
 //!
-//! GC safety: the walk runs no Ruby code, but core C methods (`Time#_dump`, class paths,
-//! method-cache fills) allocate, so the GC may run. The link tables are keyed by object address; they live in a `DumpTables`
-//! TypedData kept on the stack whose `mark` pins every key with `rb_gc_mark`, so a
-//! compacting GC can neither free nor move an object we have numbered. The output is a
-//! plain Rust buffer (bytes, no Ruby values).
+//! Hooks: the first hook object met triggers a scan of the whole graph (hooks as leaves,
+//! see `Dumper::scan`), so that the stdlib takes over before any hook has run whenever it
+//! can. Hooks are called inside `protect`; what they raise is kept in `Dumper::error`
+//! and raised once the walk has unwound. `rb_hash_foreach` runs inside `protect` too (it
+//! raises if a hook resized the Hash), and Arrays are re-measured after every element.
+//!
+//! GC safety: core C methods (`Time#_dump`, class paths, method-cache fills) and hooks
+//! allocate, so the GC may run. The link tables are keyed by object address; they live
+//! in a `DumpTables` TypedData kept on the stack whose `mark` pins every key with
+//! `rb_gc_mark`, so a compacting GC can neither free nor move an object we have
+//! numbered; hook results are pinned there too. The output is a plain Rust buffer
+//! (bytes, no Ruby values).
 
 use std::cell::UnsafeCell;
 use std::collections::HashMap;
@@ -16,11 +25,12 @@ use std::os::raw::c_int;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use magnus::rb_sys::AsRawValue;
-use magnus::{gc, typed_data::Obj, DataTypeFunctions, Ruby, TypedData, Value};
+use magnus::{gc, typed_data::Obj, DataTypeFunctions, Error, Ruby, TypedData, Value};
 use rb_sys::{ruby_value_type as T, VALUE};
 use rusty_core::marshal as core;
 
 use super::classes;
+use super::hooks::{self, DumpHook};
 use super::ids::{self, ids};
 
 /// Recursion deeper than this goes to the stdlib (which matches MRI by definition,
@@ -70,8 +80,13 @@ pub struct DumpTables {
     symbols: UnsafeCell<AddrMap>,
     /// Classes of `o` records already checked, with the symbol of their path.
     classes: UnsafeCell<Vec<(VALUE, VALUE)>>,
-    /// Objects we made while dumping (the Strings `Time#_dump` returns).
+    /// Objects we made or were handed while dumping (the Strings `Time#_dump` returns,
+    /// whatever `marshal_dump` / `_dump` return).
     pinned: UnsafeCell<Vec<VALUE>>,
+    /// Classes whose dump hooks were looked up: (class, `DumpHook` code, path symbol).
+    hooks: UnsafeCell<Vec<(VALUE, u8, VALUE)>>,
+    /// Objects whose `_dump` String's ivars are being written (MRI's `userdefs`).
+    userdefs: UnsafeCell<Vec<VALUE>>,
 }
 
 // SAFETY: the tables hold plain integers; the object is only used on the thread that
@@ -81,7 +96,20 @@ unsafe impl Send for DumpTables {}
 impl DataTypeFunctions for DumpTables {
     fn mark(&self, _marker: &gc::Marker) {
         for &v in unsafe { &*self.pinned.get() } {
+            if !rb_sys::SPECIAL_CONST_P(v) {
+                unsafe { rb_sys::rb_gc_mark(v) };
+            }
+        }
+        for &v in unsafe { &*self.userdefs.get() } {
             unsafe { rb_sys::rb_gc_mark(v) };
+        }
+        for &(klass, _, sym) in unsafe { &*self.hooks.get() } {
+            unsafe {
+                rb_sys::rb_gc_mark(klass);
+                if !rb_sys::SPECIAL_CONST_P(sym) {
+                    rb_sys::rb_gc_mark(sym);
+                }
+            }
         }
         for &(klass, sym) in unsafe { &*self.classes.get() } {
             unsafe {
@@ -122,6 +150,25 @@ impl DumpTables {
     fn pin(&self, v: VALUE) {
         unsafe { &mut *self.pinned.get() }.push(v);
     }
+    fn lookup_hook(&self, klass: VALUE) -> Option<(DumpHook, VALUE)> {
+        let hooks = unsafe { &*self.hooks.get() };
+        hooks
+            .iter()
+            .find(|(k, _, _)| *k == klass)
+            .map(|&(_, code, sym)| (DumpHook::from_code(code), sym))
+    }
+    fn insert_hook(&self, klass: VALUE, hook: DumpHook, sym: VALUE) {
+        unsafe { &mut *self.hooks.get() }.push((klass, hook as u8, sym));
+    }
+    fn userdef_in_progress(&self, obj: VALUE) -> bool {
+        unsafe { &*self.userdefs.get() }.contains(&obj)
+    }
+    fn push_userdef(&self, obj: VALUE) {
+        unsafe { &mut *self.userdefs.get() }.push(obj);
+    }
+    fn pop_userdef(&self) {
+        unsafe { &mut *self.userdefs.get() }.pop();
+    }
     fn insert_class(&self, klass: VALUE, sym: VALUE) {
         unsafe { &mut *self.classes.get() }.push((klass, sym));
     }
@@ -145,12 +192,16 @@ enum EncName {
 }
 
 // Bits of `Dumper::checked`: core classes whose dump hooks were found absent.
-const CHECK_STRING: u8 = 1;
-const CHECK_ARRAY: u8 = 2;
-const CHECK_HASH: u8 = 4;
-const CHECK_FLOAT: u8 = 8;
-const CHECK_INTEGER: u8 = 16;
-const CHECK_TIME: u8 = 32;
+const CHECK_STRING: u16 = 1;
+const CHECK_ARRAY: u16 = 2;
+const CHECK_HASH: u16 = 4;
+const CHECK_FLOAT: u16 = 8;
+const CHECK_INTEGER: u16 = 16;
+const CHECK_TIME: u16 = 32;
+const CHECK_REGEXP: u16 = 64;
+const CHECK_RATIONAL: u16 = 128;
+const CHECK_COMPLEX: u16 = 256;
+const CHECK_RANGE: u16 = 512;
 
 struct Dumper<'t> {
     out: Vec<u8>,
@@ -159,20 +210,55 @@ struct Dumper<'t> {
     num_symbols: u32,
     /// Link index of each non-UTF-8/US-ASCII encoding name string already written.
     enc_names: Vec<(c_int, u32)>,
-    checked: u8,
+    checked: u16,
     depth: u32,
     utf8: c_int,
     usascii: c_int,
+    /// A scan: objects with dump hooks are leaves (their hooks are not called). A dump
+    /// runs one over the whole graph before it calls the first hook, so that everything
+    /// outside hook results is known to be native before any Ruby code runs.
+    scan: bool,
+    /// Whether the scan ran (and passed).
+    scanned: bool,
+    /// Whether Ruby code (a dump hook) has run: from then on, giving up means the
+    /// stdlib runs the hooks again (see `Outcome::Fallback`).
+    committed: bool,
+    root: VALUE,
+    root_limit: i32,
+    /// The exception to raise: one a hook raised, or MRI's for what a hook did.
+    error: Option<Error>,
 }
 
-/// The dump of `obj`, or `None` when it must go to the stdlib.
-pub fn dump(ruby: &Ruby, obj: Value, limit: i32) -> Option<Vec<u8>> {
+/// How a native dump ended.
+pub enum Outcome {
+    Done(Vec<u8>),
+    /// The stdlib must dump the whole call. If dump hooks already ran (only when a hook's
+    /// result holds something still outside the native set), the stdlib runs them again.
+    Fallback,
+    Raise(Error),
+}
+
+/// The dump of `obj`, or how it ended otherwise.
+pub fn dump(ruby: &Ruby, obj: Value, limit: i32) -> Outcome {
+    let (result, _) = run(ruby, obj.as_raw(), limit, false);
+    match result {
+        Ok(out) => Outcome::Done(out),
+        Err(Some(error)) => Outcome::Raise(error),
+        Err(None) => Outcome::Fallback,
+    }
+}
+
+/// One walk over the graph (a scan or a dump): the bytes, or the exception to raise
+/// (`None`: fall back), and whether Ruby code ran.
+fn run(ruby: &Ruby, obj: VALUE, limit: i32, scan: bool) -> (Result<Vec<u8>, Option<Error>>, bool) {
     let tables: Obj<DumpTables> = ruby.obj_wrap(DumpTables {
         // Sized so that typical small dumps never rehash.
         objects: UnsafeCell::new(AddrMap::with_capacity_and_hasher(32, Default::default())),
         symbols: UnsafeCell::new(AddrMap::with_capacity_and_hasher(16, Default::default())),
         classes: UnsafeCell::new(Vec::new()),
         pinned: UnsafeCell::new(Vec::new()),
+        hooks: UnsafeCell::new(Vec::new()),
+        userdefs: UnsafeCell::new(Vec::new()),
     });
     let mut dumper = Dumper {
         out: Vec::with_capacity(128),
@@ -184,14 +270,25 @@ pub fn dump(ruby: &Ruby, obj: Value, limit: i32) -> Option<Vec<u8>> {
         depth: 0,
         utf8: unsafe { rb_sys::rb_utf8_encindex() },
         usascii: unsafe { rb_sys::rb_usascii_encindex() },
+        scan,
+        scanned: scan,
+        committed: false,
+        root: obj,
+        root_limit: limit,
+        error: None,
     };
     dumper.out.push(core::MAJOR);
     dumper.out.push(core::MINOR);
-    let result = dumper.w_object(obj.as_raw(), limit);
+    let result = dumper.w_object(obj, limit);
     let out = std::mem::take(&mut dumper.out);
+    let committed = dumper.committed;
+    let error = dumper.error.take();
     // Keep the tables (and so the pins) alive until the walk is over.
     std::hint::black_box(&tables);
-    result.ok().map(|_| out)
+    match result {
+        Ok(()) => (Ok(out), committed),
+        Err(Fallback) => (Err(error), committed),
+    }
 }
 
 #[inline]
@@ -230,20 +327,43 @@ struct IvarCount {
     odd: bool,
 }
 
+/// Ivars MRI's `to_be_skipped_id` leaves out without a word: `encoding` and internal
+/// (unnamed) IDs, such as those an exception keeps its receiver in.
+#[inline]
+unsafe fn skipped_silently(id: rb_sys::ID) -> bool {
+    let name = rb_sys::rb_id2str(id);
+    id == ids().id_encoding || name == 0 || name == rb_sys::Qfalse as VALUE
+}
+
 unsafe extern "C" fn count_ivar(id: rb_sys::ID, _value: VALUE, arg: rb_sys::st_data_t) -> c_int {
     let count = &mut *(arg as *mut IvarCount);
     let ids = ids();
-    if id == ids.id_e
-        || id == ids.id_k
-        || id == ids.id_encoding
-        || rb_sys::rb_id2str(id) == rb_sys::Qfalse as VALUE
-        || rb_sys::rb_id2str(id) == 0
-    {
+    if id == ids.id_e || id == ids.id_k {
+        // MRI skips these with a warning: the stdlib's.
         count.odd = true;
-    } else {
+    } else if !skipped_silently(id) {
         count.count += 1;
     }
     rb_sys::st_retval::ST_CONTINUE as c_int
+}
+
+/// The generic ivars of a non-`T_OBJECT` that MRI writes (after the record, inside an
+/// `I`), or `Fallback` for names MRI skips with a warning (`E`, `K`).
+fn generic_ivar_count(obj: VALUE) -> Result<usize, Fallback> {
+    if flags(obj) & FL_EXIVAR == 0 {
+        return Ok(0);
+    }
+    let mut count = IvarCount {
+        count: 0,
+        odd: false,
+    };
+    unsafe {
+        rb_sys::rb_ivar_foreach(obj, Some(count_ivar), &mut count as *mut IvarCount as _);
+    }
+    if count.odd || count.count > MAX_LEN {
+        return Err(Fallback);
+    }
+    Ok(count.count)
 }
 
 struct IvarWalk<'a, 't> {
@@ -254,6 +374,9 @@ struct IvarWalk<'a, 't> {
 
 unsafe extern "C" fn write_ivar(id: rb_sys::ID, value: VALUE, arg: rb_sys::st_data_t) -> c_int {
     let walk = &mut *(arg as *mut IvarWalk);
+    if skipped_silently(id) {
+        return rb_sys::st_retval::ST_CONTINUE as c_int;
+    }
     let step = catch_unwind(AssertUnwindSafe(|| {
         walk.dumper.w_symbol(rb_sys::ID2SYM(id))?;
         walk.dumper.w_object(value, walk.limit)
@@ -302,7 +425,7 @@ impl Dumper<'_> {
 
     /// Checks once per dump that `klass` has no dump hooks (see `ids::plain_dump_class`).
     #[inline]
-    fn check_class(&mut self, bit: u8, obj: VALUE, klass: VALUE) -> Step {
+    fn check_class(&mut self, bit: u16, obj: VALUE, klass: VALUE) -> Step {
         if self.checked & bit != 0 {
             return Ok(());
         }
@@ -318,6 +441,21 @@ impl Dumper<'_> {
             if !basic {
                 return Err(Fallback);
             }
+        }
+        self.checked |= bit;
+        Ok(())
+    }
+
+    /// Checks once per dump that `klass` (Rational, Complex) is dumped by its own core
+    /// `marshal_dump`, and that asking it runs no Ruby code.
+    fn check_core_marshal_dump(&mut self, bit: u16, klass: VALUE) -> Step {
+        if self.checked & bit != 0 {
+            return Ok(());
+        }
+        let core = ids::respond_to_is_core(klass)
+            && unsafe { rb_sys::rb_method_basic_definition_p(klass, ids().marshal_dump) } != 0;
+        if !core {
+            return Err(Fallback);
         }
         self.checked |= bit;
         Ok(())
@@ -365,17 +503,24 @@ impl Dumper<'_> {
             return Ok(());
         }
         let klass = class_of(obj);
-        match unsafe { rb_sys::RB_BUILTIN_TYPE(obj) } {
+        let builtin = unsafe { rb_sys::RB_BUILTIN_TYPE(obj) };
+        if builtin == T::RUBY_T_OBJECT
+            || (builtin == T::RUBY_T_DATA && klass != unsafe { rb_sys::rb_cTime })
+        {
+            if let Some((hook, sym)) = self.hook_of(obj, klass)? {
+                return self.w_hooked(obj, hook, sym, limit);
+            }
+        }
+        match builtin {
             T::RUBY_T_SYMBOL => self.w_symbol(obj),
             T::RUBY_T_STRING => {
                 let uclass =
                     self.uclass(obj, klass, unsafe { rb_sys::rb_cString }, CHECK_STRING)?;
-                if flags(obj) & FL_EXIVAR != 0 {
-                    return Err(Fallback);
-                }
+                let ivars = generic_ivar_count(obj)?;
                 self.remember(obj);
                 let enc = self.encoding_name(obj);
-                if !matches!(enc, EncName::None) {
+                let num = ivars + usize::from(!matches!(enc, EncName::None));
+                if num > 0 {
                     self.out.push(core::TYPE_IVAR);
                 }
                 self.w_uclass(uclass)?;
@@ -385,22 +530,25 @@ impl Dumper<'_> {
                     return Err(Fallback); // MRI: "long too big to dump"
                 }
                 core::write_bytes(&mut self.out, bytes);
-                if !matches!(enc, EncName::None) {
-                    self.w_long(1);
+                if num > 0 {
+                    self.w_long(num as i64);
                     self.w_encoding(enc)?;
+                    self.w_generic_ivars(obj, ivars, limit)?;
                 }
                 Ok(())
             }
+            T::RUBY_T_REGEXP => self.w_regexp(obj, klass, limit),
             T::RUBY_T_ARRAY => {
                 let uclass = self.uclass(obj, klass, unsafe { rb_sys::rb_cArray }, CHECK_ARRAY)?;
-                if flags(obj) & FL_EXIVAR != 0 {
-                    return Err(Fallback);
-                }
+                let ivars = generic_ivar_count(obj)?;
                 self.remember(obj);
                 self.enter()?;
                 let len = unsafe { rb_sys::RARRAY_LEN(obj) };
                 if len as usize > MAX_LEN {
                     return Err(Fallback);
+                }
+                if ivars > 0 {
+                    self.out.push(core::TYPE_IVAR);
                 }
                 self.w_uclass(uclass)?;
                 self.out.push(core::TYPE_ARRAY);
@@ -408,6 +556,14 @@ impl Dumper<'_> {
                 for i in 0..len {
                     let item = unsafe { rb_sys::RARRAY_AREF(obj, i as isize) };
                     self.w_object(item, limit)?;
+                    if unsafe { rb_sys::RARRAY_LEN(obj) } != len {
+                        // Only a dump hook can do that; MRI raises.
+                        return Err(self.raise_runtime("array modified during dump"));
+                    }
+                }
+                if ivars > 0 {
+                    self.w_long(ivars as i64);
+                    self.w_generic_ivars(obj, ivars, limit)?;
                 }
                 self.depth -= 1;
                 Ok(())
@@ -426,7 +582,22 @@ impl Dumper<'_> {
                 self.w_bignum(obj)
             }
             T::RUBY_T_OBJECT => self.w_plain_object(obj, klass, limit),
+            T::RUBY_T_STRUCT if classes::allocates_ranges(klass) => self.w_range(obj, klass, limit),
             T::RUBY_T_STRUCT => self.w_struct(obj, klass, limit),
+            T::RUBY_T_RATIONAL if klass == unsafe { rb_sys::rb_cRational } => {
+                self.check_core_marshal_dump(CHECK_RATIONAL, klass)?;
+                let ids = ids();
+                let (num, den) =
+                    unsafe { (rb_sys::rb_rational_num(obj), rb_sys::rb_rational_den(obj)) };
+                self.w_numeric_pair(obj, ids.sym_rational, num, den, limit)
+            }
+            T::RUBY_T_COMPLEX if klass == unsafe { rb_sys::rb_cComplex } => {
+                self.check_core_marshal_dump(CHECK_COMPLEX, klass)?;
+                let ids = ids();
+                let (real, imag) =
+                    unsafe { (rb_sys::rb_complex_real(obj), rb_sys::rb_complex_imag(obj)) };
+                self.w_numeric_pair(obj, ids.sym_complex, real, imag, limit)
+            }
             T::RUBY_T_CLASS => self.w_class_ref(obj, klass, core::TYPE_CLASS),
             T::RUBY_T_MODULE => self.w_class_ref(obj, klass, core::TYPE_MODULE),
             T::RUBY_T_DATA if klass == unsafe { rb_sys::rb_cTime } => self.w_time(obj, limit),
@@ -521,9 +692,7 @@ impl Dumper<'_> {
     /// `S` records is left to the stdlib: it depends on `keyword_init` internals.)
     fn w_struct(&mut self, obj: VALUE, klass: VALUE, limit: i32) -> Step {
         let path_sym = self.struct_class(obj, klass)?;
-        if flags(obj) & FL_EXIVAR != 0 {
-            return Err(Fallback);
-        }
+        let ivars = generic_ivar_count(obj)?;
         self.remember(obj);
         let members = magnus::rb_sys::protect(|| unsafe { rb_sys::rb_struct_members(obj) })
             .map_err(|_| Fallback)?;
@@ -534,6 +703,9 @@ impl Dumper<'_> {
             return Err(Fallback);
         }
         self.enter()?;
+        if ivars > 0 {
+            self.out.push(core::TYPE_IVAR);
+        }
         self.out.push(core::TYPE_STRUCT);
         self.w_symbol(path_sym)?;
         self.w_long(len as i64);
@@ -545,6 +717,138 @@ impl Dumper<'_> {
             self.w_symbol(member)?;
             let value = unsafe { rb_sys::rb_struct_aref(obj, rb_sys::LONG2FIX(i as _)) };
             self.w_object(value, limit)?;
+        }
+        if ivars > 0 {
+            self.w_long(ivars as i64);
+            self.w_generic_ivars(obj, ivars, limit)?;
+        }
+        self.depth -= 1;
+        Ok(())
+    }
+
+    /// A Rational or Complex, as MRI writes it through the core (private) `marshal_dump`:
+    /// a `U` record whose data is the two-element Array that method returns (a new
+    /// object, so it takes a link index that is never linked to).
+    fn w_numeric_pair(&mut self, obj: VALUE, sym: VALUE, a: VALUE, b: VALUE, limit: i32) -> Step {
+        if flags(obj) & FL_EXIVAR != 0 {
+            return Err(Fallback); // marshal_dump copies ivars onto the Array
+        }
+        self.remember(obj);
+        self.enter()?;
+        self.out.push(core::TYPE_USRMARSHAL);
+        self.w_symbol(sym)?;
+        if limit == 0 {
+            return Err(Fallback); // MRI: "exceed depth limit" for the Array
+        }
+        let inner = if limit > 0 { limit - 1 } else { limit };
+        self.num_entries += 1;
+        self.out.push(core::TYPE_ARRAY);
+        self.w_long(2);
+        self.w_object(a, inner)?;
+        self.w_object(b, inner)?;
+        self.depth -= 1;
+        Ok(())
+    }
+
+    /// A Range (or subclass), as MRI writes it through Range's compat dumper: an `o`
+    /// record of its own class with the ivars `excl`, `begin`, `end` of a stand-in Object.
+    fn w_range(&mut self, obj: VALUE, klass: VALUE, limit: i32) -> Step {
+        let sym = match self.tables.lookup_class(klass) {
+            Some(sym) => sym,
+            None => {
+                if self.checked & CHECK_RANGE == 0 {
+                    // The generic path only if Range itself has no hooks.
+                    if !ids::plain_dump_class(obj, unsafe { rb_sys::rb_cRange }) {
+                        return Err(Fallback);
+                    }
+                    self.checked |= CHECK_RANGE;
+                }
+                self.named_class(obj, klass, |_| true)?
+            }
+        };
+        if flags(obj) & FL_EXIVAR != 0 {
+            return Err(Fallback); // MRI writes those ivars after the stand-in's: rare
+        }
+        let (mut beg, mut end, mut excl): (VALUE, VALUE, c_int) = (0, 0, 0);
+        let ok = unsafe { rb_sys::rb_range_values(obj, &mut beg, &mut end, &mut excl) };
+        if ok == 0 || beg == 0 || end == 0 {
+            return Err(Fallback);
+        }
+        self.remember(obj);
+        self.enter()?;
+        let ids = ids();
+        self.out.push(core::TYPE_OBJECT);
+        self.w_symbol(sym)?;
+        self.w_long(3);
+        self.w_symbol(ids.sym_excl)?;
+        let excl = if excl != 0 {
+            rb_sys::Qtrue as VALUE
+        } else {
+            rb_sys::Qfalse as VALUE
+        };
+        self.w_object(excl, limit)?;
+        self.w_symbol(ids.sym_begin)?;
+        self.w_object(beg, limit)?;
+        self.w_symbol(ids.sym_end)?;
+        self.w_object(end, limit)?;
+        self.depth -= 1;
+        Ok(())
+    }
+
+    /// A `/` record: MRI writes a Regexp's source and options byte, its encoding and
+    /// ivars as for a String (a subclass as a `C` record).
+    fn w_regexp(&mut self, obj: VALUE, klass: VALUE, limit: i32) -> Step {
+        let uclass = self.uclass(obj, klass, unsafe { rb_sys::rb_cRegexp }, CHECK_REGEXP)?;
+        let ivars = generic_ivar_count(obj)?;
+        let src = unsafe { (*(obj as *const rb_sys::RRegexp)).src };
+        if src == 0 || unsafe { !rb_sys::RB_TYPE_P(src, T::RUBY_T_STRING) } {
+            return Err(Fallback); // an uninitialized Regexp: MRI raises
+        }
+        // rb_reg_options raises for an uninitialized Regexp (checked above, but cheap).
+        let options = magnus::rb_sys::protect(|| unsafe {
+            rb_sys::rb_int2inum(rb_sys::rb_reg_options(obj) as isize)
+        })
+        .map_err(|_| Fallback)?;
+        let options = unsafe { rb_sys::FIX2LONG(options) };
+        self.remember(obj);
+        let enc = self.encoding_name(obj);
+        let num = ivars + usize::from(!matches!(enc, EncName::None));
+        if num > 0 {
+            self.out.push(core::TYPE_IVAR);
+        }
+        self.w_uclass(uclass)?;
+        self.out.push(core::TYPE_REGEXP);
+        let bytes = str_bytes(src);
+        if bytes.len() > MAX_LEN {
+            return Err(Fallback);
+        }
+        core::write_bytes(&mut self.out, bytes);
+        self.out.push(options as u8);
+        if num > 0 {
+            self.w_long(num as i64);
+            self.w_encoding(enc)?;
+            self.w_generic_ivars(obj, ivars, limit)?;
+        }
+        Ok(())
+    }
+
+    /// The `count` ivars of a String, Array, Hash, Struct or Regexp (MRI's
+    /// `w_ivar_each`), their values one level deeper.
+    fn w_generic_ivars(&mut self, obj: VALUE, count: usize, limit: i32) -> Step {
+        if count == 0 {
+            return Ok(());
+        }
+        self.enter()?;
+        let mut walk = IvarWalk {
+            dumper: self,
+            limit,
+            failed: false,
+        };
+        unsafe {
+            rb_sys::rb_ivar_foreach(obj, Some(write_ivar), &mut walk as *mut IvarWalk as _);
+        }
+        if walk.failed {
+            return Err(Fallback);
         }
         self.depth -= 1;
         Ok(())
@@ -588,7 +892,9 @@ impl Dumper<'_> {
     /// way MRI writes them: a named, non-singleton class with Object's allocator and no
     /// dump hooks, whose path leads back to it.
     fn object_class(&mut self, obj: VALUE, klass: VALUE) -> Result<VALUE, Fallback> {
-        self.named_class(obj, klass, classes::allocates_plain_objects)
+        self.named_class(obj, klass, |k| {
+            classes::allocates_plain_objects(k) || classes::allocates_exceptions(k)
+        })
     }
 
     /// MRI's `w_uclass` decision for a String, Array or Hash whose class is `klass`:
@@ -602,7 +908,7 @@ impl Dumper<'_> {
         obj: VALUE,
         klass: VALUE,
         base: VALUE,
-        bit: u8,
+        bit: u16,
     ) -> Result<Option<VALUE>, Fallback> {
         if klass == base {
             self.check_class(bit, obj, klass)?;
@@ -654,6 +960,197 @@ impl Dumper<'_> {
             .map_err(|_| Fallback)?;
         self.tables.insert_class(klass, sym);
         Ok(sym)
+    }
+
+    /// The dump hook instances of `klass` use, with the symbol of its path, or `None`
+    /// for none (or when the generic path must decide: singletons, `respond_to?`
+    /// overrides). Looked up once per class per dump.
+    fn hook_of(&mut self, obj: VALUE, klass: VALUE) -> Result<Option<(DumpHook, VALUE)>, Fallback> {
+        if let Some((hook, sym)) = self.tables.lookup_hook(klass) {
+            return Ok((hook != DumpHook::None).then_some((hook, sym)));
+        }
+        if flags(klass) & (rb_sys::ruby_fl_type::RUBY_FL_SINGLETON as VALUE) != 0 {
+            return Ok(None);
+        }
+        let hook = match hooks::dump_hook(obj, klass) {
+            Some(hook) => hook,
+            None => return Ok(None),
+        };
+        let sym = if hook == DumpHook::None {
+            rb_sys::Qnil as VALUE
+        } else {
+            // MRI calls the hook before it finds an anonymous class unnamable; the stdlib
+            // will do both, once.
+            self.path_symbol(klass)?
+        };
+        self.tables.insert_hook(klass, hook, sym);
+        Ok((hook != DumpHook::None).then_some((hook, sym)))
+    }
+
+    /// The symbol of `klass`'s path, if that path leads back to it.
+    fn path_symbol(&mut self, klass: VALUE) -> Result<VALUE, Fallback> {
+        let path = unsafe { rb_sys::rb_class_path(klass) };
+        self.tables.pin(path);
+        if classes::resolve_path(str_bytes(path)) != Some(klass) {
+            return Err(Fallback);
+        }
+        magnus::rb_sys::protect(|| unsafe { rb_sys::rb_str_intern(path) }).map_err(|_| Fallback)
+    }
+
+    /// An object with a dump hook, as MRI writes it: `U` (remembered, then
+    /// `marshal_dump`, then the class and the result) or `u` (`_dump(limit)`, the class,
+    /// the String's bytes and ivars, then remembered). A scan only remembers it.
+    fn w_hooked(&mut self, obj: VALUE, hook: DumpHook, sym: VALUE, limit: i32) -> Step {
+        let is_object = unsafe { rb_sys::RB_BUILTIN_TYPE(obj) } == T::RUBY_T_OBJECT;
+        // `_dump` objects other than T_OBJECTs carry their own ivars: the stdlib's.
+        if hook == DumpHook::UserDef && !is_object && flags(obj) & FL_EXIVAR != 0 {
+            return Err(Fallback);
+        }
+        if self.scan {
+            self.remember(obj);
+            return Ok(());
+        }
+        self.ensure_scanned()?;
+        self.enter()?;
+        let ids = ids();
+        if hook == DumpHook::MarshalDump {
+            self.remember(obj);
+            let v = self.call_hook(obj, ids.marshal_dump, "marshal_dump", &[])?;
+            self.out.push(core::TYPE_USRMARSHAL);
+            self.w_symbol(sym)?;
+            self.w_object(v, limit)?;
+            self.depth -= 1;
+            return Ok(());
+        }
+        // Ruby 3.3 refuses to re-enter an object's `_dump` while writing its String's
+        // ivars; 3.1 calls it again (a link in the ivars ends the recursion, or the depth
+        // cap sends the call to the stdlib).
+        if rb_sys::RUBY_API_VERSION_CODE >= 30300 && self.tables.userdef_in_progress(obj) {
+            return Err(self.raise_runtime("can't dump recursive object using _dump()"));
+        }
+        let level = unsafe { rb_sys::rb_int2inum(limit as isize) };
+        let data = self.call_hook(obj, ids.underscore_dump, "_dump", &[level])?;
+        if unsafe { !rb_sys::RB_TYPE_P(data, T::RUBY_T_STRING) } {
+            let ruby = unsafe { Ruby::get_unchecked() };
+            self.error = Some(Error::new(
+                ruby.exception_type_error(),
+                "_dump() must return string",
+            ));
+            return Err(Fallback);
+        }
+        if !is_object && flags(obj) & FL_EXIVAR != 0 {
+            return Err(Fallback); // the hook gave the object ivars
+        }
+        let enc = self.encoding_name(data);
+        let mut count = IvarCount {
+            count: 0,
+            odd: false,
+        };
+        if flags(data) & FL_EXIVAR != 0 {
+            unsafe {
+                rb_sys::rb_ivar_foreach(data, Some(count_ivar), &mut count as *mut IvarCount as _);
+            }
+        }
+        if count.odd || str_bytes(data).len() > MAX_LEN {
+            return Err(Fallback);
+        }
+        let num = count.count + usize::from(!matches!(enc, EncName::None));
+        if num > 0 {
+            self.out.push(core::TYPE_IVAR);
+        }
+        self.out.push(core::TYPE_USERDEF);
+        self.w_symbol(sym)?;
+        core::write_bytes(&mut self.out, str_bytes(data));
+        if num > 0 {
+            self.w_long(num as i64);
+            self.w_encoding(enc)?;
+            if count.count > 0 {
+                self.tables.push_userdef(obj);
+                let mut walk = IvarWalk {
+                    dumper: self,
+                    limit,
+                    failed: false,
+                };
+                unsafe {
+                    rb_sys::rb_ivar_foreach(
+                        data,
+                        Some(write_ivar),
+                        &mut walk as *mut IvarWalk as _,
+                    );
+                }
+                let failed = walk.failed;
+                self.tables.pop_userdef();
+                if failed {
+                    return Err(Fallback);
+                }
+            }
+        }
+        self.remember(obj);
+        self.depth -= 1;
+        Ok(())
+    }
+
+    /// Before the first dump hook runs: scan the whole graph (hooks as leaves) so that
+    /// anything the native dump cannot write outside hook results sends the call to the
+    /// stdlib while no Ruby code has run yet.
+    fn ensure_scanned(&mut self) -> Step {
+        if self.scanned {
+            return Ok(());
+        }
+        let ruby = unsafe { Ruby::get_unchecked() };
+        match run(&ruby, self.root, self.root_limit, true) {
+            (Ok(_), _) => {
+                self.scanned = true;
+                Ok(())
+            }
+            _ => Err(Fallback),
+        }
+    }
+
+    /// Calls a dump hook (any visibility, as MRI's `rb_funcallv`); an exception it
+    /// raises is re-raised once the walk has unwound, and so is MRI's RuntimeError for a
+    /// result of the object's own class.
+    fn call_hook(
+        &mut self,
+        obj: VALUE,
+        mid: rb_sys::ID,
+        name: &str,
+        args: &[VALUE],
+    ) -> Result<VALUE, Fallback> {
+        self.committed = true;
+        let result = magnus::rb_sys::protect(|| unsafe {
+            rb_sys::rb_funcallv(obj, mid, args.len() as c_int, args.as_ptr())
+        });
+        match result {
+            Ok(v) => {
+                self.tables.pin(v);
+                // MRI compares CLASS_OF (singletons included); `obj` is a heap object.
+                let klass = class_of(obj);
+                if !rb_sys::SPECIAL_CONST_P(v) && class_of(v) == klass {
+                    let path = unsafe { rb_sys::rb_class_path(klass) };
+                    self.tables.pin(path);
+                    let class_name = String::from_utf8_lossy(str_bytes(path)).into_owned();
+                    let ruby = unsafe { Ruby::get_unchecked() };
+                    self.error = Some(Error::new(
+                        ruby.exception_runtime_error(),
+                        format!("{class_name}#{name} returned same class instance"),
+                    ));
+                    return Err(Fallback);
+                }
+                Ok(v)
+            }
+            Err(e) => {
+                self.error = Some(e);
+                Err(Fallback)
+            }
+        }
+    }
+
+    /// MRI's RuntimeError for what a dump hook did, to be raised once the walk unwinds.
+    fn raise_runtime(&mut self, message: &'static str) -> Fallback {
+        let ruby = unsafe { Ruby::get_unchecked() };
+        self.error = Some(Error::new(ruby.exception_runtime_error(), message));
+        Fallback
     }
 
     #[inline]
@@ -718,19 +1215,28 @@ impl Dumper<'_> {
 
     fn w_hash(&mut self, obj: VALUE, klass: VALUE, limit: i32) -> Step {
         let uclass = self.uclass(obj, klass, unsafe { rb_sys::rb_cHash }, CHECK_HASH)?;
-        if flags(obj) & (FL_EXIVAR | FL_HASH_KEYWORDS | FL_HASH_PROC_DEFAULT) != 0 {
-            return Err(Fallback);
+        if flags(obj) & FL_HASH_PROC_DEFAULT != 0 {
+            return Err(Fallback); // MRI raises "can't dump hash with default proc"
         }
+        let keywords = flags(obj) & FL_HASH_KEYWORDS != 0;
+        let ivars = generic_ivar_count(obj)?;
         let ids = ids();
         // Both methods are the core ones (checked above): they read a field and return.
         let by_identity = unsafe { rb_sys::rb_funcall(obj, ids.compare_by_identity_p, 0) };
-        if by_identity != rb_sys::Qfalse as VALUE {
-            return Err(Fallback);
-        }
+        let by_identity = by_identity != rb_sys::Qfalse as VALUE;
         let ifnone = unsafe { rb_sys::rb_funcall(obj, ids.default, 0) };
         self.remember(obj);
         self.enter()?;
+        let num = ivars + usize::from(keywords);
+        if num > 0 {
+            self.out.push(core::TYPE_IVAR);
+        }
         self.w_uclass(uclass)?;
+        if by_identity {
+            // MRI marks a compare_by_identity Hash as a `C` record of Hash itself.
+            self.out.push(core::TYPE_UCLASS);
+            self.w_symbol(ids.sym_hash)?;
+        }
         self.out.push(if rb_sys::NIL_P(ifnone) {
             core::TYPE_HASH
         } else {
@@ -746,14 +1252,30 @@ impl Dumper<'_> {
             limit,
             failed: false,
         };
-        unsafe {
+        // rb_hash_foreach raises if a dump hook resized the Hash: keep that out of Rust.
+        let walked = magnus::rb_sys::protect(|| unsafe {
             rb_sys::rb_hash_foreach(obj, Some(hash_each), &mut walk as *mut HashWalk as VALUE);
+            rb_sys::Qnil as VALUE
+        });
+        let failed = walk.failed;
+        if let Err(e) = walked {
+            self.error = Some(e);
+            return Err(Fallback);
         }
-        if walk.failed {
+        if failed {
             return Err(Fallback);
         }
         if !rb_sys::NIL_P(ifnone) {
             self.w_object(ifnone, limit)?;
+        }
+        if num > 0 {
+            self.w_long(num as i64);
+            if keywords {
+                // MRI's ruby2_keywords flag: a `K` ivar set to true.
+                self.w_symbol(ids.sym_k)?;
+                self.out.push(core::TYPE_TRUE);
+            }
+            self.w_generic_ivars(obj, ivars, limit)?;
         }
         self.depth -= 1;
         Ok(())

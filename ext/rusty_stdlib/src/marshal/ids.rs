@@ -14,8 +14,10 @@ pub struct Ids {
     pub respond_to_missing: ID,
     pub default: ID,
     pub compare_by_identity_p: ID,
+    pub compare_by_identity: ID,
     pub hash: ID,
     pub underscore_load: ID,
+    pub marshal_load: ID,
     /// `:Time`, the class symbol of a Time's `u` record.
     pub sym_time: VALUE,
     /// The internal ivar names `Time#_dump` puts on its String, which `Time._load` reads.
@@ -28,6 +30,15 @@ pub struct Ids {
     /// `:E` and `:encoding`, the ivar names that carry a String's encoding.
     pub sym_e: VALUE,
     pub sym_encoding: VALUE,
+    /// `:K`, the ruby2_keywords flag's ivar name, and `:Hash` (compare_by_identity).
+    pub sym_k: VALUE,
+    pub sym_hash: VALUE,
+    /// Class names of the core `U` records, and the ivars of Range's stand-in object.
+    pub sym_rational: VALUE,
+    pub sym_complex: VALUE,
+    pub sym_excl: VALUE,
+    pub sym_begin: VALUE,
+    pub sym_end: VALUE,
 }
 
 static IDS: OnceLock<Ids> = OnceLock::new();
@@ -44,8 +55,10 @@ pub fn init(_ruby: &Ruby) {
         respond_to_missing: intern(c"respond_to_missing?"),
         default: intern(c"default"),
         compare_by_identity_p: intern(c"compare_by_identity?"),
+        compare_by_identity: intern(c"compare_by_identity"),
         hash: intern(c"hash"),
         underscore_load: intern(c"_load"),
+        marshal_load: intern(c"marshal_load"),
         sym_time: rb_sys::ID2SYM(intern(c"Time")),
         time_ivars: [
             intern(c"offset"),
@@ -62,6 +75,13 @@ pub fn init(_ruby: &Ruby) {
         // Static symbols of interned IDs: immediates that never move or die.
         sym_e: rb_sys::ID2SYM(intern(c"E")),
         sym_encoding: rb_sys::ID2SYM(intern(c"encoding")),
+        sym_k: rb_sys::ID2SYM(intern(c"K")),
+        sym_hash: rb_sys::ID2SYM(intern(c"Hash")),
+        sym_rational: rb_sys::ID2SYM(intern(c"Rational")),
+        sym_complex: rb_sys::ID2SYM(intern(c"Complex")),
+        sym_excl: rb_sys::ID2SYM(intern(c"excl")),
+        sym_begin: rb_sys::ID2SYM(intern(c"begin")),
+        sym_end: rb_sys::ID2SYM(intern(c"end")),
     });
 }
 
@@ -125,5 +145,15 @@ pub fn core_time_load() -> bool {
             && rb_sys::rb_method_basic_definition_p(time, ids.hash) != 0
             && rb_sys::rb_method_basic_definition_p(time, ids.eql_p) != 0
             && super::classes::resolve_path(b"Time") == Some(time)
+    }
+}
+
+/// Whether asking instances of `klass` (or `klass` itself, for its singleton methods, when
+/// `klass` is its metaclass) `respond_to?` runs no Ruby code.
+pub fn respond_to_is_core(klass: VALUE) -> bool {
+    let ids = ids();
+    unsafe {
+        rb_sys::rb_method_basic_definition_p(klass, ids.respond_to) != 0
+            && rb_sys::rb_method_basic_definition_p(klass, ids.respond_to_missing) != 0
     }
 }

@@ -1,13 +1,23 @@
 //! The native `Marshal.load` from a String: the records `dump.rs` writes (nil, true,
 //! false, `i`, `l`, `f`, `"`, `I"`, `:`, `I:`, `;`, `[`, `{`, `}`, `o`, `S` of named
-//! `Struct.new` classes, `C`/`IC` of String, Array and Hash subclasses, `Iu`/`u` of Time,
-//! `@`), building the objects MRI builds with the same C calls. Anything else, and any malformed or
-//! truncated input, returns `None` and the stdlib loads the same bytes instead (raising
-//! its own exception where the data is bad).
+//! `Struct.new` classes, `C`/`IC` of String, Array and Hash subclasses, `C:Hash` of
+//! compare_by_identity Hashes, `Iu`/`u` of Time and of classes with `_load`, `U` of
+//! classes with `marshal_load` and of Rational and Complex, `o:Range`, `/` and `I/`
+//! Regexps, `I[`, `I{`, `IS` with instance variables or the `K` flag, `@`), building the
+//! objects MRI builds with the same C calls. Anything else, and any malformed or
+//! truncated input, falls back and the stdlib loads the same bytes instead (raising its
+//! own exception where the data is bad).
+//!
+//! Hooks: the first `U`/`u` record of a user class triggers a scan of the whole input
+//! (hooks not called, see `Loader::scan`), so that bad or unsupported bytes anywhere go
+//! to the stdlib before any hook has run. Hooks are called inside `protect`; once one
+//! has run, inserts into containers it may have seen (or whose keys hash in Ruby) are
+//! protected too, and what they raise is raised once the load has unwound.
 //!
 //! GC safety: every heap object we create goes into the link table (a marked TypedData),
 //! `symbols`, `classes` or `kept` (Ruby Arrays), all held on the stack, before the next
-//! allocation; the source bytes are copied into a Rust buffer first, so a moving GC cannot pull them away.
+//! allocation; the source bytes are copied into a Rust buffer first, so a moving GC
+//! cannot pull them away.
 
 use std::cell::UnsafeCell;
 use std::ffi::CString;
@@ -15,12 +25,14 @@ use std::os::raw::{c_char, c_int, c_long};
 use std::sync::OnceLock;
 
 use magnus::rb_sys::{AsRawValue, FromRawValue};
-use magnus::{gc, typed_data::Obj, DataTypeFunctions, Ruby, TypedData, Value};
+use magnus::{gc, typed_data::Obj, DataTypeFunctions, Error, Ruby, TypedData, Value};
 use rb_sys::VALUE;
 use rusty_core::marshal::{self as core, Reader};
 
 use super::classes;
+use super::hooks;
 use super::ids::{self, ids};
+use super::key_cache::KeyCache;
 
 const MAX_DEPTH: u32 = 1000;
 
@@ -52,6 +64,26 @@ impl DataTypeFunctions for LoadTable {
 
 struct Loader<'a> {
     r: Reader<'a>,
+    /// The whole input after the version bytes (a scan reads it again from the start).
+    source: &'a [u8],
+    /// A scan: `U` and `u` records of user classes are read but their hooks are not
+    /// called (their objects are nil). A load runs one over the whole input before it
+    /// calls the first hook, so that anything outside the native subset (or malformed)
+    /// sends the call to the stdlib while no Ruby code has run yet.
+    scan: bool,
+    /// Whether the scan ran (and passed).
+    scanned: bool,
+    /// Whether Ruby code (a load hook) has run.
+    committed: bool,
+    /// The exception to raise: one a hook raised.
+    error: Option<Error>,
+    /// Interned String keys of this load, by content.
+    keys: KeyCache,
+    /// The depth of an `I` record whose object must not be frozen before its ivars are
+    /// set (MRI's `partial`); 0 for none.
+    no_freeze_at: u32,
+    /// The next Hash record is a compare_by_identity one (`C:Hash`).
+    ident_hash: bool,
     /// MRI's `arg->data`: objects by link index.
     table: &'a LoadTable,
     /// MRI's `arg->symbols`: symbols by symlink index (nil while being read).
@@ -70,15 +102,22 @@ struct Loader<'a> {
     depth: u32,
     utf8: c_int,
     usascii: c_int,
-    utf8_enc: *mut rb_sys::rb_encoding,
-    usascii_enc: *mut rb_sys::rb_encoding,
 }
 
-/// The object `source` holds, or `None` when the stdlib must load it.
-pub fn load(ruby: &Ruby, source: Value, freeze: bool) -> Option<Value> {
+/// How a native load ended.
+pub enum Outcome {
+    Done(Value),
+    /// The stdlib must load the input. If load hooks already ran (only when Ruby code
+    /// changed what the scan had found loadable), the stdlib runs them again.
+    Fallback,
+    Raise(Error),
+}
+
+/// The object `source` holds, or how the load ended otherwise.
+pub fn load(ruby: &Ruby, source: Value, freeze: bool) -> Outcome {
     let raw = source.as_raw();
     if unsafe { !rb_sys::RB_TYPE_P(raw, rb_sys::ruby_value_type::RUBY_T_STRING) } {
-        return None;
+        return Outcome::Fallback;
     }
     let data = unsafe {
         let len = rb_sys::RSTRING_LEN(raw) as usize;
@@ -89,14 +128,37 @@ pub fn load(ruby: &Ruby, source: Value, freeze: bool) -> Option<Value> {
         }
     };
     if data.len() < 2 || data[0] != core::MAJOR || data[1] != core::MINOR {
-        return None;
+        return Outcome::Fallback;
     }
+    match run(ruby, &data[2..], freeze, false) {
+        (Ok(v), _) => Outcome::Done(unsafe { Value::from_raw(v) }),
+        (Err(Some(error)), _) => Outcome::Raise(error),
+        (Err(None), _) => Outcome::Fallback,
+    }
+}
+
+/// One pass over `source` (a scan or a load): the object, or the exception to raise
+/// (`None`: fall back), and whether Ruby code ran.
+fn run(
+    ruby: &Ruby,
+    source: &[u8],
+    freeze: bool,
+    scan: bool,
+) -> (Result<VALUE, Option<Error>>, bool) {
     let table: Obj<LoadTable> = ruby.obj_wrap(LoadTable {
         links: UnsafeCell::new(Vec::with_capacity(16)),
     });
     let symbols = unsafe { rb_sys::rb_ary_new() };
     let mut loader = Loader {
-        r: Reader::new(&data[2..]),
+        r: Reader::new(source),
+        source,
+        scan,
+        scanned: scan,
+        committed: false,
+        error: None,
+        keys: KeyCache::new(),
+        no_freeze_at: 0,
+        ident_hash: false,
         table: &table,
         symbols,
         plain_symbols: Vec::new(),
@@ -108,13 +170,29 @@ pub fn load(ruby: &Ruby, source: Value, freeze: bool) -> Option<Value> {
         depth: 0,
         utf8: unsafe { rb_sys::rb_utf8_encindex() },
         usascii: unsafe { rb_sys::rb_usascii_encindex() },
-        utf8_enc: unsafe { rb_sys::rb_utf8_encoding() },
-        usascii_enc: unsafe { rb_sys::rb_usascii_encoding() },
     };
     let result = loader.r_object();
     // The tables must outlive every object they protect.
-    std::hint::black_box((&table, symbols, loader.classes, loader.kept));
-    result.ok().map(|v| unsafe { Value::from_raw(v) })
+    std::hint::black_box((
+        &table,
+        symbols,
+        loader.classes,
+        loader.kept,
+        loader.keys.strings(),
+    ));
+    match result {
+        Ok(v) => (Ok(v), loader.committed),
+        Err(Fallback) => (Err(loader.error.take()), loader.committed),
+    }
+}
+
+/// MRI's `r_copy_ivar` step: an ivar of `marshal_load`'s argument the new object lacks.
+unsafe extern "C" fn copy_ivar(id: rb_sys::ID, value: VALUE, obj: rb_sys::st_data_t) -> c_int {
+    let obj = obj as VALUE;
+    if rb_sys::rb_ivar_defined(obj, id) == rb_sys::Qfalse as VALUE {
+        rb_sys::rb_ivar_set(obj, id, value);
+    }
+    rb_sys::st_retval::ST_CONTINUE as c_int
 }
 
 extern "C" {
@@ -175,6 +253,51 @@ fn core_hashing(klass: VALUE) -> bool {
     }
 }
 
+/// ENCODING_SET_INLINED for the UTF-8 and US-ASCII indexes (always below
+/// ENCODING_INLINE_MAX) on a new String, whose encoding bits are binary's 0.
+#[inline]
+fn set_encoding_index(s: VALUE, idx: c_int) {
+    const SHIFT: u32 = rb_sys::ruby_encoding_consts::RUBY_ENCODING_SHIFT as u32;
+    const MASK: VALUE = rb_sys::ruby_encoding_consts::RUBY_ENCODING_MASK as VALUE;
+    let basic = s as *mut rb_sys::RBasic;
+    unsafe { (*basic).flags = ((*basic).flags & !MASK) | (((idx as VALUE) << SHIFT) & MASK) };
+}
+
+fn is_bignum(v: VALUE) -> bool {
+    unsafe { rb_sys::RB_TYPE_P(v, rb_sys::ruby_value_type::RUBY_T_BIGNUM) }
+}
+
+/// Whether `Range.new(beg, end)` would compare them without running Ruby code: Fixnums
+/// or a nil end (no comparison), or Strings, Integers or Floats of the core classes whose
+/// `<=>` is the core one.
+fn core_comparison(beg: VALUE, end: VALUE) -> bool {
+    if (rb_sys::FIXNUM_P(beg) && rb_sys::FIXNUM_P(end)) || rb_sys::NIL_P(beg) || rb_sys::NIL_P(end)
+    {
+        return true;
+    }
+    static CMP: OnceLock<rb_sys::ID> = OnceLock::new();
+    let cmp = *CMP.get_or_init(|| unsafe { rb_sys::rb_intern(c"<=>".as_ptr()) });
+    let core = |v: VALUE| -> Option<VALUE> {
+        let klass = if rb_sys::FIXNUM_P(v) || is_bignum(v) {
+            unsafe { rb_sys::rb_cInteger }
+        } else if rb_sys::FLONUM_P(v)
+            || (!rb_sys::SPECIAL_CONST_P(v)
+                && unsafe { rb_sys::RB_TYPE_P(v, rb_sys::ruby_value_type::RUBY_T_FLOAT) })
+        {
+            unsafe { rb_sys::rb_cFloat }
+        } else if !rb_sys::SPECIAL_CONST_P(v)
+            && unsafe { rb_sys::RB_TYPE_P(v, rb_sys::ruby_value_type::RUBY_T_STRING) }
+            && class_of(v) == unsafe { rb_sys::rb_cString }
+        {
+            unsafe { rb_sys::rb_cString }
+        } else {
+            return None;
+        };
+        (unsafe { rb_sys::rb_method_basic_definition_p(klass, cmp) } != 0).then_some(klass)
+    };
+    core(beg).is_some() && core(end).is_some()
+}
+
 /// What the instances of a class named in an `o` or `S` record are, as far as loading
 /// them natively goes.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -189,6 +312,10 @@ enum ClassKind {
     StringSub = 3,
     ArraySub = 4,
     HashSub = 5,
+    /// Range itself (its `o` records go through Range's compat loader).
+    Range = 6,
+    /// Exceptions: `o` records whose ivar names need no `@`.
+    Exception = 7,
 }
 
 /// Which core class `klass` strictly inherits from, for a `C` record.
@@ -215,6 +342,8 @@ impl ClassKind {
             3 => ClassKind::StringSub,
             4 => ClassKind::ArraySub,
             5 => ClassKind::HashSub,
+            6 => ClassKind::Range,
+            7 => ClassKind::Exception,
             _ => ClassKind::Other,
         }
     }
@@ -239,6 +368,13 @@ impl Loader<'_> {
     #[inline]
     fn long(&mut self) -> Load<i64> {
         self.r.read_long().ok_or(Fallback)
+    }
+
+    /// Fills a link index reserved earlier.
+    #[inline]
+    fn set_entry(&mut self, slot: usize, v: VALUE) {
+        let links = unsafe { &mut *self.table.links.get() };
+        links[slot] = v;
     }
 
     #[inline]
@@ -311,16 +447,30 @@ impl Loader<'_> {
             }
             core::TYPE_IVAR => match self.byte()? {
                 core::TYPE_STRING => {
-                    let s = self.r_string_with_ivars()?;
+                    let s = self.r_string_with_ivars(0)?;
                     Ok(self.leave_string(s))
                 }
                 core::TYPE_SYMBOL => self.r_symreal(true),
-                core::TYPE_USERDEF => self.r_time(true),
+                core::TYPE_USERDEF => self.r_userdef(true),
                 core::TYPE_UCLASS => self.r_uclass(true),
+                core::TYPE_REGEXP => self.r_regexp(true),
+                t @ (core::TYPE_ARRAY
+                | core::TYPE_HASH
+                | core::TYPE_HASH_DEF
+                | core::TYPE_STRUCT) => {
+                    let v = self.r_partial(t)?;
+                    self.r_ivars(v)?;
+                    if self.freeze {
+                        unsafe { rb_sys::rb_obj_freeze(v) };
+                    }
+                    Ok(v)
+                }
                 _ => Err(Fallback),
             },
+            core::TYPE_REGEXP => self.r_regexp(false),
             core::TYPE_UCLASS => self.r_uclass(false),
-            core::TYPE_USERDEF => self.r_time(false),
+            core::TYPE_USERDEF => self.r_userdef(false),
+            core::TYPE_USRMARSHAL => self.r_usrmarshal(),
             core::TYPE_SYMBOL => self.r_symreal(false),
             core::TYPE_SYMLINK => self.r_symlink().map(|(sym, _)| sym),
             core::TYPE_LINK => {
@@ -330,7 +480,11 @@ impl Loader<'_> {
                 if index < 0 || index >= len {
                     return Err(Fallback);
                 }
-                Ok(links[index as usize])
+                let v = links[index as usize];
+                if v == rb_sys::Qundef as VALUE {
+                    return Err(Fallback); // an object still being read (see `r_range`)
+                }
+                Ok(v)
             }
             core::TYPE_ARRAY => {
                 let len = self.long()?;
@@ -341,9 +495,9 @@ impl Loader<'_> {
                 self.entry(ary);
                 for _ in 0..len {
                     let item = self.r_object()?;
-                    unsafe { rb_sys::rb_ary_push(ary, item) };
+                    self.guarded(|| unsafe { rb_sys::rb_ary_push(ary, item) })?;
                 }
-                if self.freeze {
+                if self.freezes_here() {
                     unsafe { rb_sys::rb_obj_freeze(ary) };
                 }
                 Ok(ary)
@@ -353,19 +507,34 @@ impl Loader<'_> {
                 if len < 0 || len as u64 > self.r.remaining() as u64 / 2 {
                     return Err(Fallback);
                 }
+                let ident = std::mem::take(&mut self.ident_hash);
                 let hash = new_hash(len);
+                if ident {
+                    // MRI makes it with rb_ident_hash_new_with_size (not exported); the
+                    // core compare_by_identity on an empty Hash is the same (checked).
+                    magnus::rb_sys::protect(|| unsafe {
+                        rb_sys::rb_funcall(hash, ids().compare_by_identity, 0)
+                    })
+                    .map_err(|_| Fallback)?;
+                }
                 self.entry(hash);
                 for _ in 0..len {
                     let key = self.r_object()?;
                     let value = self.r_object()?;
                     self.check_key_hashing(key)?;
-                    unsafe { rb_sys::rb_hash_aset(hash, key, value) };
+                    // An identity Hash keeps String keys as they are.
+                    let key = if ident { key } else { self.keys.key_for(key) };
+                    // After a hook ran, a key may hash with Ruby code (or the Hash be frozen).
+                    self.guarded(|| unsafe {
+                        rb_sys::rb_hash_aset(hash, key, value);
+                        qnil()
+                    })?;
                 }
                 if t == core::TYPE_HASH_DEF {
                     let ifnone = self.r_object()?;
                     unsafe { rb_sys::rb_hash_set_ifnone(hash, ifnone) };
                 }
-                if self.freeze {
+                if self.freezes_here() {
                     unsafe { rb_sys::rb_obj_freeze(hash) };
                 }
                 Ok(hash)
@@ -395,10 +564,6 @@ impl Loader<'_> {
     /// `Time._load`; the Time takes its link index after the ivar values.
     fn r_time(&mut self, with_ivars: bool) -> Load<VALUE> {
         let ids = ids();
-        let (class_sym, _) = self.r_symbol()?;
-        if class_sym != ids.sym_time {
-            return Err(Fallback);
-        }
         if !self.time_checked {
             if !ids::core_time_load() {
                 return Err(Fallback);
@@ -471,6 +636,154 @@ impl Loader<'_> {
         Ok(())
     }
 
+    /// A `u` record: Time's (the core `_load`, read field by field) or a user class's
+    /// `_load` called with the String and its ivars; the result takes its link index.
+    fn r_userdef(&mut self, with_ivars: bool) -> Load<VALUE> {
+        let (class_sym, _) = self.r_symbol()?;
+        if class_sym == ids().sym_time {
+            return self.r_time(with_ivars);
+        }
+        let (klass, _) = self.named_class(class_sym)?;
+        if !hooks::underscore_load_class(klass) {
+            return Err(Fallback);
+        }
+        let bytes = self.r.read_bytes().ok_or(Fallback)?;
+        let data =
+            unsafe { rb_sys::rb_str_new(bytes.as_ptr() as *const c_char, bytes.len() as c_long) };
+        self.keep(data);
+        if with_ivars {
+            self.r_string_ivars(data)?;
+        }
+        if self.scan {
+            self.entry(qnil());
+            return Ok(qnil());
+        }
+        self.ensure_scanned()?;
+        let v = self.call_hook(klass, ids().underscore_load, data)?;
+        self.entry(v);
+        // Ruby 3.1 freezes the result only through the `I` wrapper's r_leave; 3.3 always.
+        if self.freeze && (with_ivars || rb_sys::RUBY_API_VERSION_CODE >= 30300) {
+            if unsafe { rb_sys::RB_TYPE_P(v, rb_sys::ruby_value_type::RUBY_T_STRING) } {
+                return Err(Fallback); // MRI may intern it: the stdlib's
+            }
+            unsafe { rb_sys::rb_obj_freeze(v) };
+        }
+        Ok(v)
+    }
+
+    /// A `U` record: MRI allocates the object, gives it its link index, reads the data,
+    /// calls `marshal_load` with it, then copies the data's ivars the object lacks.
+    fn r_usrmarshal(&mut self) -> Load<VALUE> {
+        let (class_sym, _) = self.r_symbol()?;
+        let (klass, _) = self.named_class(class_sym)?;
+        if klass == unsafe { rb_sys::rb_cRational } || klass == unsafe { rb_sys::rb_cComplex } {
+            return self.r_numeric_pair(klass);
+        }
+        if !hooks::marshal_load_class(klass) {
+            return Err(Fallback);
+        }
+        if self.scan {
+            // Placeholder: nothing of a user class exists (or hashes) during a scan.
+            self.entry(qnil());
+            self.r_object()?;
+            return Ok(qnil());
+        }
+        self.ensure_scanned()?;
+        let v = magnus::rb_sys::protect(|| unsafe { rb_sys::rb_obj_alloc(klass) })
+            .map_err(|_| Fallback)?;
+        self.entry(v);
+        if unsafe { rb_sys::rb_obj_respond_to(v, ids().marshal_load, 1) } == 0 {
+            return Err(Fallback); // MRI's TypeError: the stdlib's
+        }
+        let data = self.r_object()?;
+        self.call_hook(v, ids().marshal_load, data)?;
+        if !rb_sys::SPECIAL_CONST_P(data) {
+            self.guarded(|| unsafe {
+                rb_sys::rb_ivar_foreach(data, Some(copy_ivar), v as rb_sys::st_data_t);
+                qnil()
+            })?;
+        }
+        // Ruby 3.1 leaves a `U` object unfrozen under `freeze: true`; 3.3 freezes it.
+        if self.freeze && rb_sys::RUBY_API_VERSION_CODE >= 30300 {
+            unsafe { rb_sys::rb_obj_freeze(v) };
+        }
+        Ok(v)
+    }
+
+    /// The ivars of a `u` record's String: its encoding, or plain ivars set on it.
+    fn r_string_ivars(&mut self, s: VALUE) -> Load<()> {
+        let ids = ids();
+        let count = self.long()?;
+        for _ in 0..count {
+            let (name, plain) = self.r_symbol()?;
+            let value = self.r_object()?;
+            if plain && name == ids.sym_e {
+                let idx = if value == rb_sys::Qtrue as VALUE {
+                    self.utf8
+                } else if value == rb_sys::Qfalse as VALUE {
+                    self.usascii
+                } else {
+                    return Err(Fallback);
+                };
+                unsafe { rb_sys::rb_enc_associate_index(s, idx) };
+            } else if plain && name == ids.sym_encoding {
+                let idx = self.encoding_index_named(value)?;
+                unsafe { rb_sys::rb_enc_associate_index(s, idx) };
+            } else {
+                let id = unsafe { rb_sys::SYM2ID(name) };
+                if id == ids.id_k {
+                    return Err(Fallback); // MRI's ArgumentError (not a Hash): the stdlib's
+                }
+                unsafe { rb_sys::rb_ivar_set(s, id, value) };
+            }
+        }
+        Ok(())
+    }
+
+    /// Before the first load hook runs: scan the whole input (see `scan`).
+    fn ensure_scanned(&mut self) -> Load<()> {
+        if self.scanned {
+            return Ok(());
+        }
+        let ruby = unsafe { Ruby::get_unchecked() };
+        match run(&ruby, self.source, self.freeze, true) {
+            (Ok(_), _) => {
+                self.scanned = true;
+                Ok(())
+            }
+            _ => Err(Fallback),
+        }
+    }
+
+    /// Calls a load hook with one argument; an exception it raises is re-raised once the
+    /// load has unwound.
+    fn call_hook(&mut self, recv: VALUE, mid: rb_sys::ID, arg: VALUE) -> Load<VALUE> {
+        self.committed = true;
+        let args = [arg];
+        match magnus::rb_sys::protect(|| unsafe {
+            rb_sys::rb_funcallv(recv, mid, 1, args.as_ptr())
+        }) {
+            Ok(v) => Ok(v),
+            Err(e) => {
+                self.error = Some(e);
+                Err(Fallback)
+            }
+        }
+    }
+
+    /// Runs `f`, which may raise only once Ruby code has had the loaded objects in hand
+    /// (a hook froze a container, a key hashes in Ruby): then inside `protect`.
+    #[inline]
+    fn guarded(&mut self, f: impl FnOnce() -> VALUE) -> Load<VALUE> {
+        if !self.committed {
+            return Ok(f());
+        }
+        magnus::rb_sys::protect(f).map_err(|e| {
+            self.error = Some(e);
+            Fallback
+        })
+    }
+
     /// Holds `v` for the rest of the load (objects MRI does not enter in its tables).
     fn keep(&mut self, v: VALUE) {
         if self.kept == 0 {
@@ -479,13 +792,101 @@ impl Loader<'_> {
         unsafe { rb_sys::rb_ary_push(self.kept, v) };
     }
 
-    /// An `o` record of a plain class: MRI reserves the link index first, finds the
-    /// class, allocates, then sets the ivars.
+    /// An `o` record of Range, as MRI's compat loader reads it: the ivars `excl`, `begin`
+    /// and `end` of a stand-in object, then a new Range. The link index (reserved in
+    /// `slot`) is a placeholder until then: a link to it (MRI would give the uninitialized
+    /// Range) is the stdlib's. Endpoints whose `<=>` could be Ruby code are too.
+    fn r_range(&mut self, slot: usize) -> Load<VALUE> {
+        let undef = rb_sys::Qundef as VALUE;
+        self.set_entry(slot, undef);
+        if self.long()? != 3 {
+            return Err(Fallback);
+        }
+        let ids = ids();
+        let (mut beg, mut end, mut excl) = (undef, undef, undef);
+        for _ in 0..3 {
+            let (name, plain) = self.r_symbol()?;
+            let value = self.r_object()?;
+            let field = if !plain {
+                return Err(Fallback);
+            } else if name == ids.sym_excl {
+                &mut excl
+            } else if name == ids.sym_begin {
+                &mut beg
+            } else if name == ids.sym_end {
+                &mut end
+            } else {
+                return Err(Fallback);
+            };
+            if *field != undef {
+                return Err(Fallback);
+            }
+            *field = value;
+        }
+        if rb_sys::NIL_P(excl) || !core_comparison(beg, end) {
+            return Err(Fallback);
+        }
+        let excl = c_int::from(rb_sys::TEST(excl));
+        // "bad value for range" when <=> gives nil: the stdlib raises it.
+        let range = magnus::rb_sys::protect(|| unsafe { rb_sys::rb_range_new(beg, end, excl) })
+            .map_err(|_| Fallback)?;
+        self.set_entry(slot, range);
+        if self.freeze {
+            unsafe { rb_sys::rb_obj_freeze(range) };
+        }
+        Ok(range)
+    }
+
+    /// A `U` record of Rational or Complex, as MRI's compat loader reads it: the
+    /// two-element Array, then the number made from it as is (a Rational's sign moved to
+    /// its numerator, never reduced). Links to it while its data is read are the stdlib's.
+    fn r_numeric_pair(&mut self, klass: VALUE) -> Load<VALUE> {
+        let slot = unsafe { &*self.table.links.get() }.len();
+        self.entry(rb_sys::Qundef as VALUE);
+        let data = self.r_object()?;
+        let is_pair = unsafe { rb_sys::RB_TYPE_P(data, rb_sys::ruby_value_type::RUBY_T_ARRAY) }
+            && class_of(data) == unsafe { rb_sys::rb_cArray }
+            && unsafe { (*(data as *const rb_sys::RBasic)).flags }
+                & (rb_sys::ruby_fl_type::RUBY_FL_EXIVAR as VALUE)
+                == 0
+            && unsafe { rb_sys::RARRAY_LEN(data) } == 2;
+        if !is_pair {
+            return Err(Fallback);
+        }
+        let (a, b) = unsafe { (rb_sys::RARRAY_AREF(data, 0), rb_sys::RARRAY_AREF(data, 1)) };
+        let v = if klass == unsafe { rb_sys::rb_cRational } {
+            let positive_den = if rb_sys::FIXNUM_P(b) {
+                (unsafe { rb_sys::FIX2LONG(b) }) > 0
+            } else {
+                is_bignum(b)
+                    && unsafe { rb_sys::rb_big_cmp(b, rb_sys::LONG2FIX(0)) == rb_sys::LONG2FIX(1) }
+            };
+            if !(rb_sys::FIXNUM_P(a) || is_bignum(a)) || !positive_den {
+                return Err(Fallback); // MRI's checks and sign fix-up: the stdlib's
+            }
+            unsafe { rb_sys::rb_rational_raw(a, b) }
+        } else {
+            unsafe { rb_sys::rb_complex_raw(a, b) }
+        };
+        self.set_entry(slot, v);
+        if self.freeze {
+            unsafe { rb_sys::rb_obj_freeze(v) };
+        }
+        Ok(v)
+    }
+
+    /// An `o` record of a plain class or an exception class: MRI reserves the link index
+    /// first, finds the class, allocates, then sets the ivars.
     fn r_plain_object(&mut self) -> Load<VALUE> {
         let slot = unsafe { &*self.table.links.get() }.len();
         self.entry(qnil());
         let (path_sym, _) = self.r_symbol()?;
-        let klass = self.object_class(path_sym)?;
+        let (klass, exception) = match self.named_class(path_sym)? {
+            (klass, ClassKind::Plain) => (klass, false),
+            (klass, ClassKind::Exception) => (klass, true),
+            (_, ClassKind::Range) => return self.r_range(slot),
+            _ => return Err(Fallback),
+        };
         let obj = unsafe { rb_sys::rb_obj_alloc(klass) };
         let links = unsafe { &mut *self.table.links.get() };
         links[slot] = obj;
@@ -496,12 +897,20 @@ impl Loader<'_> {
                 return Err(Fallback);
             }
             let id = unsafe { rb_sys::SYM2ID(name) };
-            if unsafe { rb_sys::rb_is_instance_id(id) } == 0 {
+            let ids = ids();
+            let named_ok = if exception {
+                // An exception's own ivars are named without `@` (mesg, bt, ...); MRI
+                // rejects E, K and encoding on it.
+                id != ids.id_e && id != ids.id_k && id != ids.id_encoding
+            } else {
                 // MRI sets even odd names (and rejects E/K/encoding); leave those to it.
+                (unsafe { rb_sys::rb_is_instance_id(id) }) != 0
+            };
+            if !named_ok {
                 return Err(Fallback);
             }
             let value = self.r_object()?;
-            unsafe { rb_sys::rb_ivar_set(obj, id, value) };
+            self.guarded(|| unsafe { rb_sys::rb_ivar_set(obj, id, value) })?;
         }
         if self.freeze {
             unsafe { rb_sys::rb_obj_freeze(obj) };
@@ -559,31 +968,84 @@ impl Loader<'_> {
         }
         magnus::rb_sys::protect(|| unsafe { rb_sys::rb_struct_initialize(obj, values) })
             .map_err(|_| Fallback)?;
-        if self.freeze {
+        if self.freezes_here() {
             unsafe { rb_sys::rb_obj_freeze(obj) };
         }
         Ok(obj)
     }
 
-    /// A `C` record: a String (`I` before the `C` for its encoding), Array or Hash of a
-    /// named subclass. As MRI, the object is read as its core class and then given the
-    /// subclass (so no subclass method runs while it is filled). With `freeze`, MRI
-    /// would re-class an interned String: left to the stdlib.
+    /// A `C` record: a String (`I` before the `C` for its encoding and ivars), Array or
+    /// Hash of a named subclass, or MRI's `C:Hash` mark of a compare_by_identity Hash. As
+    /// MRI, the object is read as its core class and then given the subclass (so no
+    /// subclass method runs while it is filled). With `freeze`, MRI would re-class an
+    /// interned String: left to the stdlib.
     fn r_uclass(&mut self, ivar: bool) -> Load<VALUE> {
-        if self.freeze {
-            return Err(Fallback);
-        }
         let (path_sym, _) = self.r_symbol()?;
         let (klass, kind) = self.named_class(path_sym)?;
         let t = self.byte()?;
+        if self.freeze && t == core::TYPE_STRING {
+            return Err(Fallback);
+        }
+        if klass == unsafe { rb_sys::rb_cHash }
+            && matches!(t, core::TYPE_HASH | core::TYPE_HASH_DEF)
+        {
+            // MRI's mark of a compare_by_identity Hash.
+            if !self.ident_hash_checked() {
+                return Err(Fallback);
+            }
+            self.ident_hash = true;
+            if !ivar {
+                return self.r_object_of(t);
+            }
+            let v = self.r_partial(t)?;
+            self.r_ivars(v)?;
+            if self.freeze {
+                unsafe { rb_sys::rb_obj_freeze(v) };
+            }
+            return Ok(v);
+        }
         let v = match (kind, t) {
-            (ClassKind::StringSub, core::TYPE_STRING) if ivar => self.r_string_with_ivars()?,
+            (ClassKind::StringSub, core::TYPE_STRING) if ivar => {
+                return self.r_string_with_ivars(klass); // given its class before its ivars
+            }
             (ClassKind::StringSub, core::TYPE_STRING) => self.r_string()?,
             (ClassKind::ArraySub, core::TYPE_ARRAY)
-            | (ClassKind::HashSub, core::TYPE_HASH | core::TYPE_HASH_DEF)
-                if !ivar =>
-            {
-                self.r_object_of(t)?
+            | (ClassKind::HashSub, core::TYPE_HASH | core::TYPE_HASH_DEF) => {
+                if !ivar {
+                    self.r_object_of(t)?
+                } else {
+                    let v = self.r_partial(t)?;
+                    // As MRI: the class first, then the ivars (3.1 indexes generic ivars
+                    // by the class), then freezing.
+                    unsafe { rb_sys::rb_obj_reveal(v, klass) };
+                    self.r_ivars(v)?;
+                    if self.freeze {
+                        unsafe { rb_sys::rb_obj_freeze(v) };
+                    }
+                    v
+                }
+            }
+            (ClassKind::HashSub, core::TYPE_UCLASS) => {
+                // `C:Sub C:Hash {`: a compare_by_identity Hash of a subclass, frozen (with
+                // `freeze`) once it has its class and ivars.
+                let saved = self.no_freeze_at;
+                self.no_freeze_at = self.depth;
+                let v = self.r_uclass(false);
+                self.no_freeze_at = saved;
+                let v = v?;
+                if unsafe { !rb_sys::RB_TYPE_P(v, rb_sys::ruby_value_type::RUBY_T_HASH) }
+                    || class_of(v) != unsafe { rb_sys::rb_cHash }
+                {
+                    return Err(Fallback);
+                }
+                unsafe { rb_sys::rb_obj_reveal(v, klass) };
+                if ivar {
+                    self.r_ivars(v)?;
+                }
+                if self.freeze {
+                    unsafe { rb_sys::rb_obj_freeze(v) };
+                }
+                v
             }
             _ => return Err(Fallback),
         };
@@ -591,19 +1053,109 @@ impl Loader<'_> {
         Ok(v)
     }
 
+    /// Whether `Hash#compare_by_identity` is the core method (it is called on new Hashes).
+    fn ident_hash_checked(&self) -> bool {
+        unsafe {
+            rb_sys::rb_method_basic_definition_p(rb_sys::rb_cHash, ids().compare_by_identity) != 0
+        }
+    }
+
+    /// Whether a finished Array, Hash or Struct is frozen now: with `freeze`, unless it
+    /// is the object of an `I` record, frozen after its ivars.
+    #[inline]
+    fn freezes_here(&self) -> bool {
+        self.freeze && self.depth != self.no_freeze_at
+    }
+
+    /// The record `t` inside an `I` record, not frozen yet (MRI's `partial`).
+    fn r_partial(&mut self, t: u8) -> Load<VALUE> {
+        let saved = self.no_freeze_at;
+        self.no_freeze_at = self.depth;
+        let v = self.r_object_of(t);
+        self.no_freeze_at = saved;
+        v
+    }
+
+    /// The ivars of an `I` record of an Array, Hash or Struct (MRI's `r_ivar`): the `K`
+    /// flag of a ruby2_keywords Hash, or instance variables.
+    fn r_ivars(&mut self, obj: VALUE) -> Load<()> {
+        let count = self.long()?;
+        if count < 0 {
+            return Err(Fallback);
+        }
+        for _ in 0..count {
+            let (name, plain) = self.r_symbol()?;
+            let value = self.r_object()?;
+            self.set_ivar(obj, name, plain, value)?;
+        }
+        Ok(())
+    }
+
+    /// One ivar of a non-String: `K` (true) on a Hash marks it ruby2_keywords; E and
+    /// encoding (MRI's "not enc_capable" error) and odd names are the stdlib's.
+    fn set_ivar(&mut self, obj: VALUE, name: VALUE, plain: bool, value: VALUE) -> Load<()> {
+        let ids = ids();
+        if plain && name == ids.sym_k {
+            if unsafe { !rb_sys::RB_TYPE_P(obj, rb_sys::ruby_value_type::RUBY_T_HASH) } {
+                return Err(Fallback); // MRI's ArgumentError
+            }
+            // RHASH_PASS_AS_KEYWORDS, what rb_hash_ruby2_keywords sets (whatever the value).
+            unsafe {
+                (*(obj as *mut rb_sys::RBasic)).flags |=
+                    rb_sys::ruby_fl_type::RUBY_FL_USER1 as VALUE;
+            }
+            return Ok(());
+        }
+        let id = unsafe { rb_sys::SYM2ID(name) };
+        if !plain || unsafe { rb_sys::rb_is_instance_id(id) } == 0 {
+            return Err(Fallback);
+        }
+        self.guarded(|| unsafe { rb_sys::rb_ivar_set(obj, id, value) })?;
+        Ok(())
+    }
+
+    /// A `/` record, as MRI reads it: source bytes, options byte, a link index reserved,
+    /// the source's encoding from the ivars, then `rb_reg_new_str`. Ivars other than the
+    /// encoding (MRI puts them on the source String and drops them) and sources that
+    /// would need MRI's Ruby 1.8 escape conversion (no encoding ivar, a backslash) are
+    /// the stdlib's.
+    fn r_regexp(&mut self, ivar: bool) -> Load<VALUE> {
+        let bytes = self.r.read_bytes().ok_or(Fallback)?;
+        let has_backslash = bytes.contains(&b'\\');
+        let src =
+            unsafe { rb_sys::rb_str_new(bytes.as_ptr() as *const c_char, bytes.len() as c_long) };
+        self.keep(src);
+        let options = self.byte()?;
+        let slot = unsafe { &*self.table.links.get() }.len();
+        self.entry(qnil());
+        let mut has_encoding = false;
+        if ivar {
+            let count = self.long()?;
+            for _ in 0..count {
+                let idx = self.r_encoding_ivar()?;
+                unsafe { rb_sys::rb_enc_associate_index(src, idx) };
+                has_encoding = true;
+            }
+        }
+        if !has_encoding && has_backslash {
+            return Err(Fallback);
+        }
+        let re =
+            magnus::rb_sys::protect(|| unsafe { rb_sys::rb_reg_new_str(src, options as c_int) })
+                .map_err(|_| Fallback)?;
+        let links = unsafe { &mut *self.table.links.get() };
+        links[slot] = re;
+        if self.freeze {
+            unsafe { rb_sys::rb_obj_freeze(re) };
+        }
+        Ok(re)
+    }
+
     /// The class an `S` record names, if it is a loaded, named `Struct.new` class whose
     /// instances hash and compare with the core methods.
     fn struct_class(&mut self, path_sym: VALUE) -> Load<VALUE> {
         match self.named_class(path_sym)? {
             (klass, ClassKind::Struct) => Ok(klass),
-            _ => Err(Fallback),
-        }
-    }
-
-    /// The class an `o` record names, if it is a loaded plain class (see `classes`).
-    fn object_class(&mut self, path_sym: VALUE) -> Load<VALUE> {
-        match self.named_class(path_sym)? {
-            (klass, ClassKind::Plain) => Ok(klass),
             _ => Err(Fallback),
         }
     }
@@ -649,6 +1201,10 @@ impl Loader<'_> {
             ClassKind::Other
         } else if classes::allocates_plain_objects(klass) {
             ClassKind::Plain
+        } else if klass == unsafe { rb_sys::rb_cRange } {
+            ClassKind::Range
+        } else if classes::allocates_exceptions(klass) {
+            ClassKind::Exception
         } else if classes::allocates_structs(klass) {
             ClassKind::Struct
         } else if let Some(kind) = core_subclass_kind(klass) {
@@ -684,10 +1240,12 @@ impl Loader<'_> {
         Ok(s)
     }
 
-    /// An `I"` record: the bytes, then ivars that must all be encodings. The common
-    /// `E true/false` first ivar creates the String in its encoding at once; MRI's order
-    /// of link entries is kept (the String before any `encoding` name String).
-    fn r_string_with_ivars(&mut self) -> Load<VALUE> {
+    /// An `I"` record: the bytes, then ivars: encodings and instance variables. The
+    /// common `E true/false` first ivar creates the String in its encoding at once; MRI's
+    /// order of link entries is kept (the String before any `encoding` name String).
+    /// `class` (0 for String) is given to the String before its ivars are set: Ruby 3.1
+    /// keeps generic ivars by the index table of the object's class.
+    fn r_string_with_ivars(&mut self, class: VALUE) -> Load<VALUE> {
         let bytes = self.r.read_bytes().ok_or(Fallback)?;
         let count = self.long()?;
         let ptr = bytes.as_ptr() as *const c_char;
@@ -696,43 +1254,70 @@ impl Loader<'_> {
         let mut done = 0;
         let s = if count > 0 {
             let (sym, plain) = self.r_symbol()?;
-            if !plain {
-                return Err(Fallback);
-            }
             done = 1;
-            if sym == ids.sym_e {
-                let s = match self.byte()? {
-                    // rb_enc_str_new, not rb_usascii_str_new: Ruby 3.3's marks the String 7-bit
-                    // without looking, which is wrong for non-ASCII bytes (MRI leaves the
-                    // coderange unknown, and String#eql? depends on it).
-                    core::TYPE_TRUE => unsafe { rb_sys::rb_enc_str_new(ptr, len, self.utf8_enc) },
-                    core::TYPE_FALSE => unsafe {
-                        rb_sys::rb_enc_str_new(ptr, len, self.usascii_enc)
-                    },
+            if plain && sym == ids.sym_e {
+                let idx = match self.byte()? {
+                    core::TYPE_TRUE => self.utf8,
+                    core::TYPE_FALSE => self.usascii,
                     _ => return Err(Fallback),
                 };
-                self.entry(s);
-                s
-            } else if sym == ids.sym_encoding {
+                // What rb_enc_str_new does for a new String, without its lookups: a byte
+                // String given the encoding index in its flags, the coderange left unknown
+                // (not rb_usascii_str_new: Ruby 3.3's marks the String 7-bit without
+                // looking, which is wrong for non-ASCII bytes, and String#eql? depends on
+                // it).
                 let s = unsafe { rb_sys::rb_str_new(ptr, len) };
-                self.entry(s);
+                set_encoding_index(s, idx);
+                self.entry_string(s, class);
+                s
+            } else if plain && sym == ids.sym_encoding {
+                let s = unsafe { rb_sys::rb_str_new(ptr, len) };
+                self.entry_string(s, class);
                 let value = self.r_object()?;
                 let idx = self.encoding_index_named(value)?;
                 unsafe { rb_sys::rb_enc_associate_index(s, idx) };
                 s
             } else {
-                return Err(Fallback);
+                let s = unsafe { rb_sys::rb_str_new(ptr, len) };
+                self.entry_string(s, class);
+                let value = self.r_object()?;
+                self.set_ivar(s, sym, plain, value)?;
+                s
             }
         } else {
             let s = unsafe { rb_sys::rb_str_new(ptr, len) };
-            self.entry(s);
+            self.entry_string(s, class);
             s
         };
         for _ in done..count {
-            let idx = self.r_encoding_ivar()?;
-            unsafe { rb_sys::rb_enc_associate_index(s, idx) };
+            let (sym, plain) = self.r_symbol()?;
+            let value = self.r_object()?;
+            if plain && sym == ids.sym_e {
+                let idx = if value == rb_sys::Qtrue as VALUE {
+                    self.utf8
+                } else if value == rb_sys::Qfalse as VALUE {
+                    self.usascii
+                } else {
+                    return Err(Fallback);
+                };
+                unsafe { rb_sys::rb_enc_associate_index(s, idx) };
+            } else if plain && sym == ids.sym_encoding {
+                let idx = self.encoding_index_named(value)?;
+                unsafe { rb_sys::rb_enc_associate_index(s, idx) };
+            } else {
+                self.set_ivar(s, sym, plain, value)?;
+            }
         }
         Ok(s)
+    }
+
+    /// Enters a new String in the link table, giving it its subclass (`class`, 0 for none).
+    #[inline]
+    fn entry_string(&mut self, s: VALUE, class: VALUE) {
+        self.entry(s);
+        if class != 0 {
+            unsafe { rb_sys::rb_obj_reveal(s, class) };
+        }
     }
 
     /// One ivar of a String or Symbol, which must be its encoding: `:E` with true/false,

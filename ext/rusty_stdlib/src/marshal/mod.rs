@@ -2,28 +2,43 @@
 //! false, Integer, Float, String, Symbol, Array, Hash (with a default value), Time (the
 //! core `_dump`/`_load`), classes and modules, plain objects (`o` records of named
 //! classes with Object's allocator and no dump hooks), and Structs of named `Struct.new`
-//! classes (`S` records; keyword_init ones load through a keyword Hash, as MRI does), and
-//! Strings, Arrays and Hashes of named subclasses (`C` records).
+//! classes (`S` records; keyword_init ones load through a keyword Hash, as MRI does),
+//! Strings, Arrays and Hashes of named subclasses (`C` records), objects of named
+//! classes with user dump hooks (`U`: `marshal_dump`/`marshal_load`; `u`: `_dump`/`_load`),
+//! Regexps (`/`), instance variables on Strings, Arrays, Hashes and Structs (`I`
+//! records), compare_by_identity Hashes (`C:Hash`), ruby2_keywords Hashes (`K`), Ranges
+//! (`o:Range` through Range's compat dumper; subclasses dump only), and Rationals and
+//! Complexes (`U` records of their core `marshal_dump`), and exceptions (`o` records
+//! with `mesg`, `bt` and a subclass's ivars; raised ones, holding a backtrace object,
+//! are dumped by the stdlib).
 //!
 //! `RustyStdlib::Marshal.native_dump(obj, limit)` returns the dump as a String, or `nil`
 //! when the graph holds anything outside the native subset (then the shim calls the
 //! stdlib's `Marshal.dump` for the whole call). `native_load(source, freeze, fallback)`
 //! returns the loaded object, or `fallback` when the bytes are outside the subset or
 //! malformed in any way (then the shim calls the stdlib on the same input, which also
-//! produces the stdlib's exact exception).
+//! produces the stdlib's exact exception). Both raise what a hook raises (and MRI's
+//! errors for what a hook returns).
 //!
-//! The decision to fall back never follows a side effect Ruby code could see: the native
-//! dump runs no Ruby code at all (dump hooks, `respond_to?` overrides, singletons and
-//! autoloads all send the call to the stdlib before anything is written), and the native
+//! The decision to fall back never follows a side effect Ruby code could see. Without
+//! hooks, the native dump runs no Ruby code at all (`respond_to?` overrides, singletons
+//! and autoloads send the call to the stdlib before anything is written), and the native
 //! load only allocates objects with core allocators, interns symbols and reads loaded
 //! constants before it gives up (classes with their own `hash`/`eql?`, which inserting a
-//! Hash key would call, are left to the stdlib). Recursion is bounded by a depth cap and
-//! by `ruby_stack_check`, so deep graphs and small thread/fiber stacks fall back instead
-//! of overflowing; panics are caught and fall back too.
+//! Hash key would call, are left to the stdlib). Before the first hook runs, a scan of
+//! the whole graph (dump) or input (load), with hook objects as leaves, proves everything
+//! outside hook results native; only something outside the native set inside a
+//! `marshal_dump` result (or a hook changing what the scan saw) can still send the call
+//! to the stdlib afterwards, which then runs the hooks a second time. Recursion is
+//! bounded by a depth cap and by `ruby_stack_check`, so deep graphs and small
+//! thread/fiber stacks fall back instead of overflowing; panics are caught and fall back
+//! too.
 
 mod classes;
 mod dump;
+mod hooks;
 mod ids;
+mod key_cache;
 mod load;
 
 use magnus::{function, prelude::*, Error, RModule, Ruby, Value};
@@ -45,27 +60,31 @@ pub fn init(ruby: &Ruby, root: RModule) -> Result<(), Error> {
     defined
 }
 
-/// The dump of `obj` with depth `limit` (nil for none), or nil to ask for the stdlib.
-fn native_dump(ruby: &Ruby, obj: Value, limit: Value) -> Value {
+/// The dump of `obj` with depth `limit` (nil for none), or nil to ask for the stdlib; an
+/// exception a dump hook raised (or MRI's for what a hook returned) is raised.
+fn native_dump(ruby: &Ruby, obj: Value, limit: Value) -> Result<Value, Error> {
     let limit = match ids::dump_limit(limit) {
         Some(limit) => limit,
-        None => return ruby.qnil().as_value(),
+        None => return Ok(ruby.qnil().as_value()),
     };
     match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         dump::dump(ruby, obj, limit)
     })) {
-        Ok(Some(bytes)) => ruby.str_from_slice(&bytes).as_value(),
-        _ => ruby.qnil().as_value(),
+        Ok(dump::Outcome::Done(bytes)) => Ok(ruby.str_from_slice(&bytes).as_value()),
+        Ok(dump::Outcome::Raise(error)) => Err(error),
+        _ => Ok(ruby.qnil().as_value()),
     }
 }
 
-/// The object loaded from the String `source`, or `fallback` to ask for the stdlib.
-fn native_load(ruby: &Ruby, source: Value, freeze: Value, fallback: Value) -> Value {
+/// The object loaded from the String `source`, or `fallback` to ask for the stdlib; an
+/// exception a load hook raised is raised.
+fn native_load(ruby: &Ruby, source: Value, freeze: Value, fallback: Value) -> Result<Value, Error> {
     let freeze = freeze.to_bool();
     match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         load::load(ruby, source, freeze)
     })) {
-        Ok(Some(value)) => value,
-        _ => fallback,
+        Ok(load::Outcome::Done(value)) => Ok(value),
+        Ok(load::Outcome::Raise(error)) => Err(error),
+        _ => Ok(fallback),
     }
 }
