@@ -1,6 +1,11 @@
 # frozen_string_literal: true
 
 $LOAD_PATH.unshift(File.expand_path("../lib", __dir__))
+
+# Under `bundle exec rspec`, Ruby processes the specs start (gem builds, fresh shims, bench
+# workers) must not inherit Bundler's RUBYOPT: it would put this checkout's lib/ ahead of
+# the copy they are meant to test. This process has its load path already.
+ENV.replace(Bundler.unbundled_env) if defined?(Bundler) && Bundler.respond_to?(:unbundled_env)
 require "rusty_stdlib"
 
 unless RustyStdlib.native?
