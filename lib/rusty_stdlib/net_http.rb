@@ -15,8 +15,9 @@ module RustyStdlib
   #   line parsing; the socket reads stay in Ruby, so set_debug_output still logs);
   # - :request_head — Net::HTTPGenericRequest#write_header's request line and header
   #   block, for requests that do not override each_capitalized / capitalize;
-  # - :chunked_body — Net::HTTPResponse#read_chunked's chunk-size lines (the reads, the
-  #   inflater and read_body's block stay the stdlib's, in the same order).
+  # - :chunked_body — Net::HTTPResponse#read_chunked: whole chunks straight from
+  #   Net::BufferedIO's read buffer into a String body; the socket reads, the inflater,
+  #   debug output and read_body's block stay the stdlib's, in the same order.
   #
   # Each piece is a module prepended at the stdlib method. Its methods ask the native
   # fast path first; that returns nil for arguments it does not take (decided before
@@ -143,34 +144,57 @@ module RustyStdlib
       end
     end
 
-    # Net::HTTPResponse#read_chunked: the stdlib's loop (identical in net-http 0.2.0 and
-    # 0.4.1) with the chunk-size line parsed natively.
+    # Net::HTTPResponse#read_chunked (identical in net-http 0.2.0 and 0.4.1), item by
+    # item: a chunk-size line, the chunk's data, its two trailing bytes, then trailer
+    # lines up to an empty one. Native.chunked_scan takes every whole item already in
+    # Net::BufferedIO's read buffer (appending the data to a plain String `dest`); the
+    # item it stops at is read here with the stdlib's own calls, which fill the buffer,
+    # log to set_debug_output and raise exactly as the stdlib's loop does. When the
+    # scan cannot take anything (debug output on, read_body's block as `dest`) every
+    # item goes through these calls, in the stdlib's order, so fragments and logs are
+    # the stdlib's.
     module ChunkedBody
+      # Phases (see ext/rusty_stdlib/src/net_http/chunked.rs); a positive phase is the
+      # number of data bytes still to read.
+      SIZE = -1
+      CRLF = -2
+      TRAILER = -3
+      DONE = -4
+
       private
 
       def read_chunked(dest, chunk_data_io) # :nodoc:
-        total = 0
-        while true
-          line = @socket.readline
-          len = Native.chunk_size(line)
-          if len.nil? # not a binary line, or a Bignum size: the stdlib's expressions
-            hexlen = line.slice(/[0-9a-fA-F]+/) or
-              raise Net::HTTPBadResponse, "wrong chunk size line: #{line}"
-            len = hexlen.hex
-          elsif !len
-            raise Net::HTTPBadResponse, "wrong chunk size line: #{line}"
-          end
-          break if len == 0
+        sock = @socket
+        # Through an inflater (gzip/deflate) or a socket of another class: the stdlib.
+        return super unless chunk_data_io.equal?(sock) && sock.instance_of?(Net::BufferedIO)
 
-          begin
-            chunk_data_io.read len, dest
-          ensure
-            total += len
-            @socket.read 2 # \r\n
+        phase = SIZE
+        while (phase = Native.chunked_scan(sock, dest, phase)) != DONE
+          case phase
+          when SIZE
+            line = sock.readline
+            len = Native.chunk_size(line)
+            if len.nil? # not a binary line, or a Bignum size: the stdlib's expressions
+              hexlen = line.slice(/[0-9a-fA-F]+/) or
+                raise Net::HTTPBadResponse, "wrong chunk size line: #{line}"
+              len = hexlen.hex
+            elsif !len
+              raise Net::HTTPBadResponse, "wrong chunk size line: #{line}"
+            end
+            phase = len == 0 ? TRAILER : len
+          when CRLF
+            sock.read 2 # \r\n
+            phase = SIZE
+          when TRAILER
+            phase = DONE if sock.readline.empty?
+          else
+            begin
+              chunk_data_io.read phase, dest
+            ensure
+              sock.read 2 # \r\n
+            end
+            phase = SIZE
           end
-        end
-        until @socket.readline.empty?
-          # none
         end
       end
     end
