@@ -1,8 +1,6 @@
 # frozen_string_literal: true
 
 require_relative "activation"
-require "uri"
-require "net/http"
 
 module RustyStdlib
   # Net::HTTP's message codec and URI's form codec on Rust, installed piece by piece:
@@ -122,9 +120,6 @@ module RustyStdlib
 
     # Net::HTTPGenericRequest#write_header.
     module RequestHead
-      # The header methods write_header relies on, as the stdlib (or we) define them.
-      STOCK_OWNERS = [Net::HTTPHeader, HeaderNames].freeze
-
       private
 
       def write_header(sock, ver, path)
@@ -139,8 +134,11 @@ module RustyStdlib
 
       # Whether `request` builds its head with the stock each_capitalized / capitalize.
       def self.stock?(request)
-        STOCK_OWNERS.include?(METHOD.bind_call(request, :each_capitalized).owner) &&
-          STOCK_OWNERS.include?(METHOD.bind_call(request, :capitalize).owner)
+        # The owners of the header methods write_header relies on, as the stdlib (or we)
+        # define them (looked up here: net/http may load after this file).
+        owners = (@stock_owners ||= [Net::HTTPHeader, HeaderNames].freeze)
+        owners.include?(METHOD.bind_call(request, :each_capitalized).owner) &&
+          owners.include?(METHOD.bind_call(request, :capitalize).owner)
       end
     end
 
@@ -208,6 +206,23 @@ module RustyStdlib
       [:chunked_body, ChunkedBody, -> { Net::HTTPResponse }, "net/http/response.rb"],
     ].freeze
 
+    # Kernel#require, watched for the features that load the stdlib NetHttp replaces;
+    # requires of anything else pay one Array#include?. When `require "net/http"`
+    # returns, net/http is completely loaded; the `require "uri"` nested in it returns
+    # before Net::HTTP exists, so it installs only the URI piece (loaded? tells).
+    # net/http's own files load each other with require_relative, which is not watched.
+    module RequireHook
+      FEATURES = %w[net/http net/https uri open-uri].freeze
+
+      private
+
+      def require(path)
+        loaded = super
+        RustyStdlib::NetHttp.required if FEATURES.include?(path)
+        loaded
+      end
+    end
+
     @pieces = {}
 
     class << self
@@ -220,25 +235,41 @@ module RustyStdlib
       def piece_status
         SEAMS.to_h do |piece, mod, target, file|
           status = :installed if @pieces.key?(piece)
-          [piece, status || refusal(piece, mod, target.call, file) || "not installed (module not activated)"]
+          status ||= (loaded?(piece) ? refusal(piece, mod, target.call, file) : waiting(piece))
+          [piece, status || "not installed (module not activated)"]
         end
       end
 
+      # nil when some piece can go in now or once its stdlib is required: before that,
+      # the versions are read from the stdlib's source files (see #predicted_version).
       def unsupported_reason
-        reasons = SEAMS.map { |piece, mod, target, file| refusal(piece, mod, target.call, file) }
+        reasons = SEAMS.map do |piece, mod, target, file|
+          loaded?(piece) ? refusal(piece, mod, target.call, file) : predicted_refusal(piece)
+        end
         return nil if reasons.include?(nil)
 
         reasons.join("; ")
       end
 
+      # Installs every piece whose stdlib is loaded and proven, and watches `require`
+      # for the others (net/http and uri load lazily: requiring rusty_stdlib does not
+      # load them, it only makes them native when the app requires them).
       def install!
         SEAMS.each do |piece, mod, target_proc, file|
+          next if @pieces.key?(piece) || !loaded?(piece)
+
           target = target_proc.call
-          next if @pieces.key?(piece) || refusal(piece, mod, target, file)
+          next if refusal(piece, mod, target, file)
 
           target.prepend(mod)
           @pieces[piece] = mod
         end
+        ::Kernel.prepend(RequireHook) unless SEAMS.all? { |piece, *| loaded?(piece) }
+      end
+
+      # Called by RequireHook after `require` of one of its features returned.
+      def required
+        install! if RustyStdlib.installed.include?(:net_http)
       end
 
       # Runs the block with the stdlib's own methods in place of every installed piece.
@@ -250,6 +281,39 @@ module RustyStdlib
       end
 
       private
+
+      # Whether the stdlib the piece replaces is loaded (completely: a piece is looked
+      # at only outside the require that loads it, see RequireHook).
+      def loaded?(piece)
+        piece == :uri_form ? defined?(::URI::VERSION) && defined?(::URI.decode_www_form) : defined?(::Net::HTTP::VERSION) && defined?(::Net::HTTPResponse)
+      end
+
+      def waiting(piece)
+        "waiting for #{piece == :uri_form ? 'uri' : 'net/http'} to be required"
+      end
+
+      # Why `piece` will not go in when its stdlib gets required, from the version its
+      # source file on the load path states; nil when that version is proven.
+      def predicted_refusal(piece)
+        PROVEN.fetch(piece).each do |constant, versions|
+          version = predicted_version(constant)
+          return "#{constant} #{version.inspect} (read from its source) is not proven for #{piece} (#{versions.join(', ')} are)" unless versions.include?(version)
+        end
+        nil
+      end
+
+      # The version the stdlib file that `require` would load defines, read from the
+      # file (net/http.rb's `VERSION = "x.y.z"`, uri/version.rb's VERSION_CODE), or nil.
+      def predicted_version(constant)
+        feature, pattern = constant == "URI::VERSION" ? ["uri/version", /VERSION_CODE = '(\d+)'/] : ["net/http", /^\s*VERSION = "([^"]+)"/]
+        type, path = $LOAD_PATH.resolve_feature_path(feature)
+        return nil unless type == :rb
+
+        found = File.read(path)[pattern, 1]
+        feature == "uri/version" && found ? found.scan(/../).map(&:to_i).join(".") : found
+      rescue LoadError, SystemCallError
+        nil
+      end
 
       # Why `piece` cannot go in, or nil.
       def refusal(piece, mod, target, file)
