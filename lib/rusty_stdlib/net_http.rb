@@ -7,8 +7,8 @@ module RustyStdlib
   #
   # - :uri_form — URI.encode_www_form_component, encode_www_form,
   #   decode_www_form_component, decode_www_form;
-  # - :header_names — Net::HTTPHeader#capitalize (each_capitalized, canonical_each and
-  #   request heads use it);
+  # - :header_names — Net::HTTPHeader#capitalize and #each_capitalized (canonical_each
+  #   and request heads use capitalize);
   # - :response_head — Net::HTTPResponse.read_status_line and each_response_header (the
   #   line parsing; the socket reads stay in Ruby, so set_debug_output still logs);
   # - :request_head — Net::HTTPGenericRequest#write_header's request line and header
@@ -54,13 +54,12 @@ module RustyStdlib
       end
     end
 
-    # Net::HTTPHeader's header name canonicalisation.
+    # Net::HTTPHeader's header name canonicalisation: #capitalize (private) and
+    # #each_capitalized, both defined by the native extension
+    # (ext/rusty_stdlib/src/net_http/header.rb): capitalize answers exact ASCII Strings
+    # itself, each_capitalized walks an exact Hash @header calling capitalize and
+    # joining values as the stdlib does; everything else goes to super.
     module HeaderNames
-      private
-
-      def capitalize(name)
-        Native.capitalize(name) || super
-      end
     end
 
     # Net::HTTPResponse's status line and header parsing (private class methods).
@@ -325,6 +324,10 @@ module RustyStdlib
 
         patched = mod.instance_methods(false) + mod.private_instance_methods(false)
         patched.each do |name|
+          unless target.method_defined?(name) || target.private_method_defined?(name)
+            return "#{target}##{name} is not the stdlib's (not defined)"
+          end
+
           method = target.instance_method(name)
           path = method.source_location&.first.to_s
           next if method.owner == target && path.end_with?("/#{file}")

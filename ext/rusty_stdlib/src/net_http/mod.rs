@@ -14,11 +14,15 @@ mod request;
 mod response;
 mod strings;
 
-use magnus::{function, prelude::*, Error, RModule, Ruby};
+use magnus::{function, method, prelude::*, Error, RModule, Ruby};
 
 pub fn init(_ruby: &Ruby, root: RModule) -> Result<(), Error> {
     let module = root.define_module("NetHttp")?;
     let native = module.define_module("Native")?;
+    // The :header_names piece, prepended to Net::HTTPHeader by the shim.
+    let header_names = module.define_module("HeaderNames")?;
+    header_names.define_method("each_capitalized", method!(header::each_capitalized, 0))?;
+    header_names.define_private_method("capitalize", method!(header::capitalize_method, 1))?;
     native.define_singleton_method(
         "encode_www_form_component",
         function!(form::encode_www_form_component, 2),
