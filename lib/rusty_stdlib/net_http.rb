@@ -67,10 +67,42 @@ module RustyStdlib
       # A socket whose only line is one already read, for handing it to the stdlib.
       OneLine = Struct.new(:readline)
 
+      # The stdlib's read_new. When the whole head is in Net::BufferedIO's buffer (see
+      # each_response_header) and the response's add_field, set_field and
+      # append_field_value are the stdlib's, the fields go into the new response's
+      # header Hash natively, as those methods would put them.
+      def read_new(sock) # :nodoc:
+        httpv, code, msg = read_status_line(sock)
+        res = response_class(code).new(httpv, code, msg)
+        if sock.instance_of?(Net::BufferedIO) && ResponseHead.stock_fields?(res) &&
+           (fields = Native.header_block(sock))
+          sock.__send__(:rbuf_consume, fields[0])
+          return res if Native.add_fields(res, fields)
+
+          i = 1
+          while i < fields.size
+            res.add_field fields[i], fields[i + 1]
+            i += 2
+          end
+          return res
+        end
+        each_response_header(sock) do |k, v|
+          res.add_field k, v
+        end
+        res
+      end
+
+      FIELD_METHODS = %i[add_field set_field append_field_value].freeze
+
+      # Whether `res` adds header fields with the stdlib's own methods.
+      def self.stock_fields?(res)
+        FIELD_METHODS.all? { |name| RequestHead::METHOD.bind_call(res, name).owner.equal?(Net::HTTPHeader) }
+      end
+
       private
 
       def read_status_line(sock)
-        str = sock.readline
+        str = ResponseHead.readline(sock)
         captures = Native.status_line(str)
         return captures if captures
         return super(OneLine.new(str)) if captures.nil? # not binary: the stdlib's regexp
@@ -78,9 +110,32 @@ module RustyStdlib
         raise Net::HTTPBadResponse, "wrong status line: #{str.dump}"
       end
 
-      # The stdlib's loop, with each binary line taken apart natively; other lines (from
-      # a caller's own socket object) go through the stdlib's own statements.
+      # `sock.readline`; when the line is already in Net::BufferedIO's buffer, found
+      # natively and taken with the stdlib's own rbuf_consume (what readuntil does
+      # then, without String#index's scan of the whole buffer).
+      def self.readline(sock)
+        n = sock.instance_of?(Net::BufferedIO) && Native.line_end(sock)
+        n ? sock.__send__(:rbuf_consume, n).chop : sock.readline
+      end
+
+      # The stdlib's loop. When the whole head is already in Net::BufferedIO's buffer
+      # (and the stdlib would read it without raising, and no debug output logs each
+      # line), it is taken apart natively in one go and consumed at once, then the
+      # fields are yielded; the only difference is that a block raising at a field
+      # finds the socket past the whole head rather than past the next line. Otherwise
+      # each binary line is taken apart natively; other lines (from a caller's own
+      # socket object) go through the stdlib's own statements.
       def each_response_header(sock)
+        if sock.instance_of?(Net::BufferedIO) && (fields = Native.header_block(sock))
+          sock.__send__(:rbuf_consume, fields[0])
+          i = 1
+          while i < fields.size
+            yield fields[i], fields[i + 1]
+            i += 2
+          end
+          return
+        end
+
         key = value = nil
         while true
           raw = sock.readuntil("\n", true)

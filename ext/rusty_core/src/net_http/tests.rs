@@ -225,3 +225,28 @@ fn chunked_scan_stops_at_lines_it_does_not_take() {
     assert_eq!(scan(b"3\r\nabc\r\n", &mut phase, |_| false), 3);
     assert_eq!(phase, Phase::Data(3));
 }
+
+#[test]
+fn header_blocks() {
+    use super::response::header_block;
+    let head = b"A: 1\r\nB:2\n folded\r\n\tmore \r\nC:\r\n \r\nrest";
+    let block = header_block(head).unwrap();
+    assert_eq!(&head[block.consumed..], b"rest");
+    let fields: Vec<(&[u8], &[u8])> = block
+        .fields
+        .iter()
+        .map(|(k, v)| (k.as_slice(), v.as_slice()))
+        .collect();
+    assert_eq!(
+        fields,
+        [
+            (&b"A"[..], &b"1"[..]),
+            (b"B", b"2 folded more"),
+            (b"C", b"")
+        ]
+    );
+    assert_eq!(header_block(b"A: 1\r\n"), None);
+    assert_eq!(header_block(b"A: 1\r\nno colon\r\n\r\n"), None);
+    assert_eq!(header_block(b"A: 1\rx\r\n\r\n"), None);
+    assert_eq!(header_block(b" lead: x\r\n\r\n").unwrap().fields.len(), 1);
+}

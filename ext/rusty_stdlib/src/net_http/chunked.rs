@@ -6,13 +6,10 @@
 //! to read (which the shim reads with `chunk_data_io.read`), the negative ones are
 //! below.
 
-use magnus::{
-    rb_sys::{AsRawValue, FromRawValue},
-    value::ReprValue,
-    Error, Integer, RString, Ruby, Value,
-};
+use magnus::{rb_sys::AsRawValue, value::ReprValue, Error, RString, Ruby, Value};
 use rusty_core::net_http::chunked::{self, Phase};
 
+use super::buffer::read_buffer;
 use super::strings::{ascii_compatible, binary_index, encindex, exact_string};
 
 const SIZE: i64 = -1;
@@ -58,31 +55,6 @@ fn appendable(ruby: &Ruby, dest: Value) -> Option<RString> {
         .then_some(string)
 }
 
-fn ivar(object: Value, name: &std::ffi::CStr) -> Value {
-    // rb_intern of an existing name and rb_ivar_get neither raise nor call Ruby code.
-    unsafe {
-        let id = rb_sys::rb_intern(name.as_ptr());
-        Value::from_raw(rb_sys::rb_ivar_get(object.as_raw(), id))
-    }
-}
-
-/// The read buffer of `sock` (an exact Net::BufferedIO, checked by the shim) and the
-/// offset its unread bytes start at (net-protocol 0.2's `@rbuf_offset`, 0 before),
-/// or None when it logs (`@debug_output`) or holds something unexpected.
-fn read_buffer(sock: Value) -> Option<(RString, usize)> {
-    if ivar(sock, c"@debug_output").to_bool() {
-        return None;
-    }
-    let buffer = RString::from_value(ivar(sock, c"@rbuf"))?;
-    let offset = ivar(sock, c"@rbuf_offset");
-    let offset = if offset.is_nil() {
-        0
-    } else {
-        usize::try_from(Integer::from_value(offset)?.to_i64().ok()?).ok()?
-    };
-    (offset <= buffer.len()).then_some((buffer, offset))
-}
-
 /// Takes whole chunked-body items from `sock`'s read buffer, appending chunk data to
 /// `dest`, and consumes what it took (with the stdlib's own `rbuf_consume`). Returns
 /// the phase reading stands at; the same phase when nothing could be taken.
@@ -91,7 +63,8 @@ pub fn chunked_scan(ruby: &Ruby, sock: Value, dest: Value, phase: Value) -> Resu
     else {
         return Ok(phase);
     };
-    let (Some(dest), Some((buffer, offset))) = (appendable(ruby, dest), read_buffer(sock)) else {
+    let (Some(dest), Some((buffer, offset))) = (appendable(ruby, dest), read_buffer(sock, false))
+    else {
         return Ok(phase);
     };
     if dest.as_raw() == buffer.as_raw() {
