@@ -58,7 +58,7 @@ RSpec.describe "Net::HTTPResponse#read_chunked (RustyStdlib::NetHttp :chunked_bo
     body = ["abc", "\xFF\xFE".b, "d"]
     dests = [-> { +"" }, -> { "".b }, -> { +"pre" }, -> { +"é" }, -> { "x".encode("UTF-16LE") },
              -> { "".encode("UTF-16LE") }, -> { "".freeze }, -> { "pre".encode("Shift_JIS") }]
-    dests.each do |dest|
+    NetHttpHelper.sample(dests, 3).each do |dest|
       expect_codec_parity { read_response(chunked(body), dest: dest.call) }
       expect_codec_parity { read_response(chunked(["abc"]), dest: dest.call) }
     end
@@ -66,17 +66,17 @@ RSpec.describe "Net::HTTPResponse#read_chunked (RustyStdlib::NetHttp :chunked_bo
 
   it "stops where the stdlib stops on truncated and malformed chunked bodies" do
     good = chunked(["hello", "x" * 40], trailers: "T: 1\r\n")
-    cuts = NetHttpHelper.sample((good.index("\r\n\r\n") + 4...good.bytesize).to_a, 4)
-    cuts.each do |cut|
-      [false, true].each do |block|
-        expect_codec_parity { read_response(good[0, cut], block: block) }
-        expect_codec_parity { read_response(good[0, cut], chunks: [cut - 3, 1]) }
+    cuts = NetHttpHelper.sample((good.index("\r\n\r\n") + 4...good.bytesize).to_a, 3)
+    cuts.each_with_index do |cut, i|
+      NetHttpHelper.sample([false, true], 1).each do |block|
+        expect_codec_parity { read_response(good[0, cut], block: block ^ i.odd?) }
+        expect_codec_parity { read_response(good[0, cut], chunks: [cut - 3, 1]) } unless Parity::GC_STRESS && i.odd?
       end
     end
     malformed = ["3\r\nabcXY1\r\nz\r\n0\r\n\r\n", "3\nabc\n\n0\n\n", "3\r\nabc\r\nzz\r\n",
                  "3\r\nabc\r\n0\r\nT: 1\r\n", "10000000000000000\r\nab", "-1\r\nx\r\n0\r\n\r\n",
                  "3\r\nabc", "3\r\nab", "0\r\n", "3 ; x\r\nabc\r\n0\r\n  \r\n\r\n"]
-    malformed.each do |body|
+    NetHttpHelper.sample(malformed, 4).each do |body|
       text = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n#{body}"
       NetHttpHelper.sample([[], [text.index("\r\n\r\n") + 6, 2]], 1).each do |chunks|
         expect_codec_parity { read_response(text, chunks: chunks) }
@@ -104,10 +104,10 @@ RSpec.describe "Net::HTTPResponse#read_chunked (RustyStdlib::NetHttp :chunked_bo
 
   it "reads chunked bodies split at every byte boundary like the stdlib" do
     text = chunked(["hello", "chunked", "x" * 20], trailers: "T: 1\r\n")
-    NetHttpHelper.sample((0..text.bytesize).to_a, 3).each do |split|
-      [false, true].each do |block|
-        expect_codec_parity { read_response(text, chunks: [split], block: block) }
-        expect_codec_parity { read_response(text, chunks: [split, 3], block: block) }
+    NetHttpHelper.sample((0..text.bytesize).to_a, 3).each_with_index do |split, i|
+      NetHttpHelper.sample([false, true], 1).each do |block|
+        expect_codec_parity { read_response(text, chunks: [split], block: block ^ i.odd?) }
+        expect_codec_parity { read_response(text, chunks: [split, 3], block: block) } unless Parity::GC_STRESS
       end
     end
     unless Parity::GC_STRESS
