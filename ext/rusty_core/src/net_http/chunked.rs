@@ -5,7 +5,7 @@
 //! first hex run), the chunk's data (`read len`), two unchecked bytes (`read 2`), and
 //! after the last chunk trailer lines up to an empty one. [`scan`] takes as many whole
 //! items as the buffer holds and stops in front of the first one it cannot finish (or
-//! does not take: a size line without hex digits or one too big for a u64). The caller
+//! does not take: a size line without hex digits or one past i64::MAX). The caller
 //! then runs the stdlib's own code for that one item, which reads more from the socket
 //! (or raises), and scans again. Data is the exception: a chunk that is only partly
 //! buffered is handed over as far as it goes, which is what `BufferedIO#read` does with
@@ -52,8 +52,10 @@ pub fn scan(buf: &[u8], phase: &mut Phase, mut data: impl FnMut(&[u8]) -> bool) 
                 let Some((text, used)) = line(rest) else {
                     return at;
                 };
-                let Some(size) =
-                    super::response::chunk_size_digits(text).and_then(super::response::hex_u64)
+                // Sizes past i64::MAX (Ruby Bignums or near) are left to the caller.
+                let Some(size) = super::response::chunk_size_digits(text)
+                    .and_then(super::response::hex_u64)
+                    .filter(|&size| i64::try_from(size).is_ok())
                 else {
                     return at;
                 };

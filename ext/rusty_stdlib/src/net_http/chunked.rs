@@ -34,8 +34,8 @@ fn phase_code(phase: Phase) -> i64 {
         Phase::Crlf => CRLF,
         Phase::Trailer => TRAILER,
         Phase::Done => DONE,
-        // Sizes come from a fixnum phase or a size line parsed as u64; a size that does
-        // not fit in an i64 is never handed out (see `fits`).
+        // Sizes come from a fixnum phase or a size line the scan takes only up to
+        // i64::MAX, and only ever go down.
         Phase::Data(left) => left as i64,
     }
 }
@@ -99,11 +99,6 @@ pub fn chunked_scan(ruby: &Ruby, sock: Value, dest: Value, phase: Value) -> Resu
     }
     if let Some(error) = failure {
         return Err(error);
-    }
-    if let Phase::Data(left) = state {
-        if i64::try_from(left).is_err() {
-            return Ok(phase);
-        }
     }
     Ok(ruby.integer_from_i64(phase_code(state)).as_value())
 }
