@@ -70,7 +70,7 @@ RSpec.describe "Net::HTTPHeader header names (RustyStdlib::NetHttp :header_names
       req
     end
     expect_codec_parity { pairs = []; [build.call.each_capitalized { |k, v| pairs << [k, v] }, pairs].flatten }
-    expect_codec_parity { e = build.call.each_capitalized; [e.size, e.next, e.to_a].flatten }
+    expect_codec_parity { e = build.call.each_capitalized; [e.inspect, e.size, e.next, e.to_a, e.with_index.to_a].flatten }
     expect_codec_parity { build.call.each_capitalized { |k, _| break k } }
     expect_codec_parity { build.call.each_capitalized { |k, _| raise ArgumentError, k } }
     expect_codec_parity { req = build.call; req.each_capitalized { |k, _| req["new-#{k}"] = "1" } }

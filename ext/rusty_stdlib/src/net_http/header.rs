@@ -46,6 +46,8 @@ fn id(cache: &OnceLock<rb_sys::ID>, name: &CStr) -> rb_sys::ID {
 static ID_CAPITALIZE: OnceLock<rb_sys::ID> = OnceLock::new();
 static ID_JOIN: OnceLock<rb_sys::ID> = OnceLock::new();
 static ID_HEADER: OnceLock<rb_sys::ID> = OnceLock::new();
+static ID_SIZE: OnceLock<rb_sys::ID> = OnceLock::new();
+static ID_EACH_CAPITALIZED: OnceLock<rb_sys::ID> = OnceLock::new();
 
 /// `", "`, the separator `each_capitalized` joins values with when it calls Array#join
 /// itself (rb_ary_join only reads it); a redefined `join` gets a fresh String each
@@ -91,6 +93,18 @@ unsafe extern "C" fn walk_pair(
     rb_sys::st_retval::ST_CONTINUE as _
 }
 
+/// The enumerator's size, `@header.size` when it is asked (Enumerator#size calls this
+/// from Ruby, which handles a raise from `size`).
+unsafe extern "C" fn header_size(
+    receiver: rb_sys::VALUE,
+    _args: rb_sys::VALUE,
+    _enumerator: rb_sys::VALUE,
+) -> rb_sys::VALUE {
+    let header = rb_sys::rb_ivar_get(receiver, id(&ID_HEADER, c"@header"));
+    let size = id(&ID_SIZE, c"size");
+    rb_sys::rb_funcallv(header, size, 0, std::ptr::null())
+}
+
 /// Clears the flag `arg` points at (and stops) at a value that is not an exact Array.
 unsafe extern "C" fn check_array(
     _name: rb_sys::VALUE,
@@ -110,8 +124,9 @@ unsafe extern "C" fn check_array(
 /// `Net::HTTPHeader#each_capitalized`: the stdlib's loop over an exact Hash `@header`
 /// whose values are all exact Arrays (as `add_field`/`[]=` leave them), with
 /// `capitalize` called as a method (so a subclass's own still applies) and each pair
-/// yielded from here. Without a block, or for any other `@header` (whose `join` would
-/// fail or be someone else's), the stdlib's method: its Enumerator, its errors.
+/// yielded from here. Without a block, the stdlib's sized Enumerator, made here. For
+/// any other `@header` (whose `join` would fail or be someone else's), the stdlib's
+/// method: its Enumerator, its errors.
 pub fn each_capitalized(ruby: &Ruby, rb_self: Value) -> Result<Value, Error> {
     let header = unsafe {
         Value::from_raw(rb_sys::rb_ivar_get(
@@ -119,10 +134,24 @@ pub fn each_capitalized(ruby: &Ruby, rb_self: Value) -> Result<Value, Error> {
             id(&ID_HEADER, c"@header"),
         ))
     };
-    let hash = RHash::from_value(header).filter(|_| is_exact(header, ruby.class_hash()));
-    let (true, Some(hash)) = (ruby.block_given(), hash) else {
+    let Some(hash) = RHash::from_value(header).filter(|_| is_exact(header, ruby.class_hash()))
+    else {
         return ruby.call_super(());
     };
+    if !ruby.block_given() {
+        // `enum_for(__method__) { @header.size }`.
+        return magnus::rb_sys::protect(|| unsafe {
+            let method = rb_sys::rb_id2sym(id(&ID_EACH_CAPITALIZED, c"each_capitalized"));
+            rb_sys::rb_enumeratorize_with_size(
+                rb_self.as_raw(),
+                method,
+                0,
+                std::ptr::null(),
+                Some(header_size),
+            )
+        })
+        .map(|enumerator| unsafe { Value::from_raw(enumerator) });
+    }
     let mut check = (true, ruby.class_array().as_raw());
     // rb_hash_foreach with a callback that calls no Ruby code does not raise.
     unsafe {
