@@ -9,15 +9,17 @@ module RustyStdlib
   #   decode_www_form_component, decode_www_form;
   # - :header_names — Net::HTTPHeader#capitalize and #each_capitalized (canonical_each
   #   and request heads use capitalize);
-  # - :response_head — Net::HTTPResponse.read_status_line and each_response_header (the
-  #   line parsing; the socket reads stay in Ruby, so set_debug_output still logs);
+  # - :response_head — Net::HTTPResponse.read_new, read_status_line and
+  #   each_response_header: lines found in Net::BufferedIO's buffer and taken with its
+  #   own rbuf_consume; a head that is all buffered parsed in one go (line by line,
+  #   with the stdlib's reads, while set_debug_output logs or the head is incomplete);
   # - :request_head — Net::HTTPGenericRequest#write_header's request line and header
   #   block, for requests that do not override each_capitalized / capitalize;
   # - :chunked_body — Net::HTTPResponse#read_chunked: whole chunks straight from
   #   Net::BufferedIO's read buffer into a String body; the socket reads, the inflater,
   #   debug output and read_body's block stay the stdlib's, in the same order.
   #
-  # Each piece is a module prepended at the stdlib method. Its methods ask the native
+  # Each piece is a module prepended at the stdlib methods. Its methods ask the native
   # fast path first; that returns nil for arguments it does not take (decided before
   # anything observable happens), and the stdlib method (super) runs instead. A piece is
   # installed only on stdlib versions spec/net_http proves, and only where the stdlib
@@ -63,7 +65,7 @@ module RustyStdlib
 
     # Net::HTTPHeader's header name canonicalisation: #capitalize (private) and
     # #each_capitalized, both defined by the native extension
-    # (ext/rusty_stdlib/src/net_http/header.rb): capitalize answers exact ASCII Strings
+    # (ext/rusty_stdlib/src/net_http/header.rs): capitalize answers exact ASCII Strings
     # itself, each_capitalized walks an exact Hash @header calling capitalize and
     # joining values as the stdlib does; everything else goes to super.
     module HeaderNames

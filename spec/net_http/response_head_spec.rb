@@ -86,6 +86,22 @@ RSpec.describe "Net::HTTPResponse head parsing (RustyStdlib::NetHttp :response_h
     end
   end
 
+  it "leaves sockets with their own reads (singleton methods, subclasses) to them" do
+    text = "HTTP/1.1 200 OK\r\nA: 1\r\n\r\n3\r\nabc\r\n0\r\n\r\n"
+    make = [
+      -> { Net::BufferedIO.new(StringIO.new(text.b)).tap { |io| def io.readuntil(*) = super.sub("A", "B") } },
+      -> { Class.new(Net::BufferedIO) { def readline = super.sub("200", "201") }.new(StringIO.new(text.b)) }
+    ]
+    make.each do |io|
+      expect_codec_parity do
+        sock = io.call
+        res = Net::HTTPResponse.read_new(sock)
+        res.reading_body(sock, true) {}
+        [res.code, res.to_hash, res.body]
+      end
+    end
+  end
+
   it "leaves responses with their own add_field to it" do
     own = Class.new(Net::HTTPOK) { def add_field(key, val) = super("own-#{key}", val) }
     text = "HTTP/1.1 200 OK\r\nA: 1\r\nA: 2\r\n\r\n"

@@ -6,11 +6,12 @@
 use magnus::{
     prelude::*,
     rb_sys::{AsRawValue, FromRawValue},
-    Integer, RArray, RString, Ruby, Value,
+    value::Lazy,
+    Integer, RArray, RClass, RModule, RString, Ruby, Value,
 };
 use rusty_core::net_http::response;
 
-use super::strings::{binary_index, new_with_index};
+use super::strings::{binary_index, is_exact, new_with_index};
 
 fn ivar(object: Value, name: &std::ffi::CStr) -> Value {
     // rb_intern of an existing name and rb_ivar_get neither raise nor call Ruby code.
@@ -20,10 +21,46 @@ fn ivar(object: Value, name: &std::ffi::CStr) -> Value {
     }
 }
 
+/// Net::BufferedIO (looked up once net/http is loaded, which installing the pieces
+/// that call into this module needs; kept alive as a GC root).
+static BUFFERED_IO: Lazy<RClass> = Lazy::new(|ruby| {
+    let net: RModule = ruby
+        .class_object()
+        .const_get("Net")
+        .expect("net/http is loaded before its pieces are installed");
+    net.const_get("BufferedIO")
+        .expect("net/http is loaded before its pieces are installed")
+});
+
+/// Whether Net::BufferedIO exists (so BUFFERED_IO can be looked up); only asked until
+/// the first lookup, and never calls const_missing.
+fn buffered_io_defined(ruby: &Ruby) -> bool {
+    // rb_const_defined neither raises nor loads an autoload.
+    let defined = |module: Value, name: &std::ffi::CStr| unsafe {
+        rb_sys::rb_const_defined(module.as_raw(), rb_sys::rb_intern(name.as_ptr())) != 0
+    };
+    let object = ruby.class_object();
+    if !defined(object.as_value(), c"Net") {
+        return false;
+    }
+    let Ok(net) = object.const_get::<_, Value>("Net") else {
+        return false;
+    };
+    RModule::from_value(net).is_some() && defined(net, c"BufferedIO")
+}
+
 /// The read buffer of `sock` and the offset its unread bytes start at, or None when
-/// it holds something unexpected, or (unless `logged` is allowed) when it logs to
-/// `@debug_output` (whose per-read lines a bulk consume would change).
+/// `sock` is not exactly a Net::BufferedIO (a subclass, or one with singleton methods,
+/// may read differently), holds something unexpected, or (unless `logged` is allowed)
+/// logs to `@debug_output` (whose per-read lines a bulk consume would change).
 pub fn read_buffer(sock: Value, logged: bool) -> Option<(RString, usize)> {
+    let ruby = Ruby::get_with(sock);
+    if Lazy::try_get_inner(&BUFFERED_IO).is_none() && !buffered_io_defined(&ruby) {
+        return None;
+    }
+    if !is_exact(sock, ruby.get_inner(&BUFFERED_IO)) {
+        return None;
+    }
     if !logged && ivar(sock, c"@debug_output").to_bool() {
         return None;
     }
@@ -76,7 +113,7 @@ pub fn header_block(ruby: &Ruby, sock: Value) -> Result<Option<RArray>, magnus::
 pub fn add_fields(ruby: &Ruby, response: Value, fields: RArray) -> Result<bool, magnus::Error> {
     let header = ivar(response, c"@header");
     let Some(hash) = magnus::RHash::from_value(header)
-        .filter(|h| super::strings::is_exact(header, ruby.class_hash()) && h.is_empty())
+        .filter(|h| is_exact(header, ruby.class_hash()) && h.is_empty())
     else {
         return Ok(false);
     };
