@@ -6,13 +6,24 @@ module Bench
   module NetHttpInputs
     module_function
 
+    # The net_http shim installs its pieces when net/http is required (after the
+    # worker's activation check): a rusty column must not time the stdlib unnoticed.
+    def check_pieces!
+      return unless defined?(RustyStdlib::NetHttp) && RustyStdlib.installed.include?(:net_http)
+
+      missing = RustyStdlib::NetHttp::SEAMS.map(&:first) - RustyStdlib::NetHttp.pieces
+      raise "net_http pieces not installed: #{missing.join(', ')}" unless missing.empty?
+    end
+
     # 20 pairs with spaces, reserved bytes, % and multibyte UTF-8.
     def form_pairs
+      check_pieces!
       Array.new(20) { |i| ["key #{i}&=", "välue/#{i}?%+ ünï 東京 #{'x' * i}"] }
     end
 
     # 16 header fields in assorted cases.
     def header_fields
+      check_pieces!
       %w[content-type ACCEPT user-agent x-request-id Cache-Control if-none-match
          x-forwarded-for accept-encoding AUTHORIZATION cookie x-custom-header-name
          content-length host connection referer x-a].to_h { |k| [k, "v"] }
@@ -20,6 +31,7 @@ module Bench
 
     # A ~4.5 KB chunked response with 10 headers, 3 of them Set-Cookie.
     def chunked_response
+      check_pieces!
       body = Random.new(42).bytes(4500).unpack1("H*")[0, 4500]
       chunks = body.scan(/.{1,700}/m).map { |c| "#{c.bytesize.to_s(16)}\r\n#{c}\r\n" }.join
       "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nTransfer-Encoding: chunked\r\n" \

@@ -1,28 +1,36 @@
 # frozen_string_literal: true
 
 require_relative "activation"
-require "uri"
-require "net/http"
 
 module RustyStdlib
   # Net::HTTP's message codec and URI's form codec on Rust, installed piece by piece:
   #
   # - :uri_form — URI.encode_www_form_component, encode_www_form,
   #   decode_www_form_component, decode_www_form;
-  # - :header_names — Net::HTTPHeader#capitalize (each_capitalized, canonical_each and
-  #   request heads use it);
-  # - :response_head — Net::HTTPResponse.read_status_line and each_response_header (the
-  #   line parsing; the socket reads stay in Ruby, so set_debug_output still logs);
+  # - :header_names — Net::HTTPHeader#capitalize and #each_capitalized (canonical_each
+  #   and request heads use capitalize);
+  # - :response_head — Net::HTTPResponse.read_new, read_status_line and
+  #   each_response_header: lines found in Net::BufferedIO's buffer and taken with its
+  #   own rbuf_consume; a head that is all buffered parsed in one go (line by line,
+  #   with the stdlib's reads, while set_debug_output logs or the head is incomplete);
   # - :request_head — Net::HTTPGenericRequest#write_header's request line and header
   #   block, for requests that do not override each_capitalized / capitalize;
-  # - :chunked_body — Net::HTTPResponse#read_chunked's chunk-size lines (the reads, the
-  #   inflater and read_body's block stay the stdlib's, in the same order).
+  # - :chunked_body — Net::HTTPResponse#read_chunked: whole chunks straight from
+  #   Net::BufferedIO's read buffer into a String body; the socket reads, the inflater,
+  #   debug output and read_body's block stay the stdlib's, in the same order.
   #
-  # Each piece is a module prepended at the stdlib method. Its methods ask the native
+  # Each piece is a module prepended at the stdlib methods. Its methods ask the native
   # fast path first; that returns nil for arguments it does not take (decided before
   # anything observable happens), and the stdlib method (super) runs instead. A piece is
   # installed only on stdlib versions spec/net_http proves, and only where the stdlib
   # method is still the stdlib's own (nobody patched it first).
+  #
+  # Lazy install: requiring this file loads neither net/http nor uri (about 30 ms of
+  # boot). Pieces whose stdlib is already loaded go in at once; the rest go in when the
+  # app requires net/http, net/https, uri or open-uri (RequireHook). RustyStdlib.status
+  # reports :net_http :installed from the start when the versions the stdlib files on
+  # the load path declare are proven (read from the files, not loaded), i.e. "installed
+  # or installs on require"; NetHttp.pieces / piece_status tell what is in place now.
   #
   # The stdlib stays reachable: RustyStdlib::NetHttp.stdlib { ... } runs the block with
   # every installed piece taken out (for specs and comparisons; not thread-safe).
@@ -55,13 +63,12 @@ module RustyStdlib
       end
     end
 
-    # Net::HTTPHeader's header name canonicalisation.
+    # Net::HTTPHeader's header name canonicalisation: #capitalize (private) and
+    # #each_capitalized, both defined by the native extension
+    # (ext/rusty_stdlib/src/net_http/header.rs): capitalize answers exact ASCII Strings
+    # itself, each_capitalized walks an exact Hash @header calling capitalize and
+    # joining values as the stdlib does; everything else goes to super.
     module HeaderNames
-      private
-
-      def capitalize(name)
-        Native.capitalize(name) || super
-      end
     end
 
     # Net::HTTPResponse's status line and header parsing (private class methods).
@@ -69,10 +76,42 @@ module RustyStdlib
       # A socket whose only line is one already read, for handing it to the stdlib.
       OneLine = Struct.new(:readline)
 
+      # The stdlib's read_new. When the whole head is in Net::BufferedIO's buffer (see
+      # each_response_header) and the response's add_field, set_field and
+      # append_field_value are the stdlib's, the fields go into the new response's
+      # header Hash natively, as those methods would put them.
+      def read_new(sock) # :nodoc:
+        httpv, code, msg = read_status_line(sock)
+        res = response_class(code).new(httpv, code, msg)
+        if sock.instance_of?(Net::BufferedIO) && ResponseHead.stock_fields?(res) &&
+           (fields = Native.header_block(sock))
+          sock.__send__(:rbuf_consume, fields[0])
+          return res if Native.add_fields(res, fields)
+
+          i = 1
+          while i < fields.size
+            res.add_field fields[i], fields[i + 1]
+            i += 2
+          end
+          return res
+        end
+        each_response_header(sock) do |k, v|
+          res.add_field k, v
+        end
+        res
+      end
+
+      FIELD_METHODS = %i[add_field set_field append_field_value].freeze
+
+      # Whether `res` adds header fields with the stdlib's own methods.
+      def self.stock_fields?(res)
+        FIELD_METHODS.all? { |name| RequestHead::METHOD.bind_call(res, name).owner.equal?(Net::HTTPHeader) }
+      end
+
       private
 
       def read_status_line(sock)
-        str = sock.readline
+        str = ResponseHead.readline(sock)
         captures = Native.status_line(str)
         return captures if captures
         return super(OneLine.new(str)) if captures.nil? # not binary: the stdlib's regexp
@@ -80,9 +119,32 @@ module RustyStdlib
         raise Net::HTTPBadResponse, "wrong status line: #{str.dump}"
       end
 
-      # The stdlib's loop, with each binary line taken apart natively; other lines (from
-      # a caller's own socket object) go through the stdlib's own statements.
+      # `sock.readline`; when the line is already in Net::BufferedIO's buffer, found
+      # natively and taken with the stdlib's own rbuf_consume (what readuntil does
+      # then, without String#index's scan of the whole buffer).
+      def self.readline(sock)
+        n = sock.instance_of?(Net::BufferedIO) && Native.line_end(sock)
+        n ? sock.__send__(:rbuf_consume, n).chop : sock.readline
+      end
+
+      # The stdlib's loop. When the whole head is already in Net::BufferedIO's buffer
+      # (and the stdlib would read it without raising, and no debug output logs each
+      # line), it is taken apart natively in one go and consumed at once, then the
+      # fields are yielded; the only difference is that a block raising at a field
+      # finds the socket past the whole head rather than past the next line. Otherwise
+      # each binary line is taken apart natively; other lines (from a caller's own
+      # socket object) go through the stdlib's own statements.
       def each_response_header(sock)
+        if sock.instance_of?(Net::BufferedIO) && (fields = Native.header_block(sock))
+          sock.__send__(:rbuf_consume, fields[0])
+          i = 1
+          while i < fields.size
+            yield fields[i], fields[i + 1]
+            i += 2
+          end
+          return
+        end
+
         key = value = nil
         while true
           raw = sock.readuntil("\n", true)
@@ -121,9 +183,6 @@ module RustyStdlib
 
     # Net::HTTPGenericRequest#write_header.
     module RequestHead
-      # The header methods write_header relies on, as the stdlib (or we) define them.
-      STOCK_OWNERS = [Net::HTTPHeader, HeaderNames].freeze
-
       private
 
       def write_header(sock, ver, path)
@@ -138,39 +197,65 @@ module RustyStdlib
 
       # Whether `request` builds its head with the stock each_capitalized / capitalize.
       def self.stock?(request)
-        STOCK_OWNERS.include?(METHOD.bind_call(request, :each_capitalized).owner) &&
-          STOCK_OWNERS.include?(METHOD.bind_call(request, :capitalize).owner)
+        # The owners of the header methods write_header relies on, as the stdlib (or we)
+        # define them (looked up here: net/http may load after this file).
+        owners = (@stock_owners ||= [Net::HTTPHeader, HeaderNames].freeze)
+        owners.include?(METHOD.bind_call(request, :each_capitalized).owner) &&
+          owners.include?(METHOD.bind_call(request, :capitalize).owner)
       end
     end
 
-    # Net::HTTPResponse#read_chunked: the stdlib's loop (identical in net-http 0.2.0 and
-    # 0.4.1) with the chunk-size line parsed natively.
+    # Net::HTTPResponse#read_chunked (identical in net-http 0.2.0 and 0.4.1), item by
+    # item: a chunk-size line, the chunk's data, its two trailing bytes, then trailer
+    # lines up to an empty one. Native.chunked_scan takes every whole item already in
+    # Net::BufferedIO's read buffer (appending the data to a plain String `dest`); the
+    # item it stops at is read here with the stdlib's own calls, which fill the buffer,
+    # log to set_debug_output and raise exactly as the stdlib's loop does. When the
+    # scan cannot take anything (debug output on, read_body's block as `dest`) every
+    # item goes through these calls, in the stdlib's order, so fragments and logs are
+    # the stdlib's.
     module ChunkedBody
+      # Phases (see ext/rusty_stdlib/src/net_http/chunked.rs); a positive phase is the
+      # number of data bytes still to read.
+      SIZE = -1
+      CRLF = -2
+      TRAILER = -3
+      DONE = -4
+
       private
 
       def read_chunked(dest, chunk_data_io) # :nodoc:
-        total = 0
-        while true
-          line = @socket.readline
-          len = Native.chunk_size(line)
-          if len.nil? # not a binary line, or a Bignum size: the stdlib's expressions
-            hexlen = line.slice(/[0-9a-fA-F]+/) or
-              raise Net::HTTPBadResponse, "wrong chunk size line: #{line}"
-            len = hexlen.hex
-          elsif !len
-            raise Net::HTTPBadResponse, "wrong chunk size line: #{line}"
-          end
-          break if len == 0
+        sock = @socket
+        # Through an inflater (gzip/deflate) or a socket of another class: the stdlib.
+        return super unless chunk_data_io.equal?(sock) && sock.instance_of?(Net::BufferedIO)
 
-          begin
-            chunk_data_io.read len, dest
-          ensure
-            total += len
-            @socket.read 2 # \r\n
+        phase = SIZE
+        while (phase = Native.chunked_scan(sock, dest, phase)) != DONE
+          case phase
+          when SIZE
+            line = sock.readline
+            len = Native.chunk_size(line)
+            if len.nil? # not a binary line, or a Bignum size: the stdlib's expressions
+              hexlen = line.slice(/[0-9a-fA-F]+/) or
+                raise Net::HTTPBadResponse, "wrong chunk size line: #{line}"
+              len = hexlen.hex
+            elsif !len
+              raise Net::HTTPBadResponse, "wrong chunk size line: #{line}"
+            end
+            phase = len == 0 ? TRAILER : len
+          when CRLF
+            sock.read 2 # \r\n
+            phase = SIZE
+          when TRAILER
+            phase = DONE if sock.readline.empty?
+          else
+            begin
+              chunk_data_io.read phase, dest
+            ensure
+              sock.read 2 # \r\n
+            end
+            phase = SIZE
           end
-        end
-        until @socket.readline.empty?
-          # none
         end
       end
     end
@@ -184,6 +269,23 @@ module RustyStdlib
       [:chunked_body, ChunkedBody, -> { Net::HTTPResponse }, "net/http/response.rb"],
     ].freeze
 
+    # Kernel#require, watched for the features that load the stdlib NetHttp replaces;
+    # requires of anything else pay one Array#include?. When `require "net/http"`
+    # returns, net/http is completely loaded; the `require "uri"` nested in it returns
+    # before Net::HTTP exists, so it installs only the URI piece (loaded? tells).
+    # net/http's own files load each other with require_relative, which is not watched.
+    module RequireHook
+      FEATURES = %w[net/http net/https uri open-uri].freeze
+
+      private
+
+      def require(path)
+        loaded = super
+        RustyStdlib::NetHttp.required if FEATURES.include?(path)
+        loaded
+      end
+    end
+
     @pieces = {}
 
     class << self
@@ -196,25 +298,41 @@ module RustyStdlib
       def piece_status
         SEAMS.to_h do |piece, mod, target, file|
           status = :installed if @pieces.key?(piece)
-          [piece, status || refusal(piece, mod, target.call, file) || "not installed (module not activated)"]
+          status ||= (loaded?(piece) ? refusal(piece, mod, target.call, file) : waiting(piece))
+          [piece, status || "not installed (module not activated)"]
         end
       end
 
+      # nil when some piece can go in now or once its stdlib is required: before that,
+      # the versions are read from the stdlib's source files (see #predicted_version).
       def unsupported_reason
-        reasons = SEAMS.map { |piece, mod, target, file| refusal(piece, mod, target.call, file) }
+        reasons = SEAMS.map do |piece, mod, target, file|
+          loaded?(piece) ? refusal(piece, mod, target.call, file) : predicted_refusal(piece)
+        end
         return nil if reasons.include?(nil)
 
         reasons.join("; ")
       end
 
+      # Installs every piece whose stdlib is loaded and proven, and watches `require`
+      # for the others (net/http and uri load lazily: requiring rusty_stdlib does not
+      # load them, it only makes them native when the app requires them).
       def install!
         SEAMS.each do |piece, mod, target_proc, file|
+          next if @pieces.key?(piece) || !loaded?(piece)
+
           target = target_proc.call
-          next if @pieces.key?(piece) || refusal(piece, mod, target, file)
+          next if refusal(piece, mod, target, file)
 
           target.prepend(mod)
           @pieces[piece] = mod
         end
+        ::Kernel.prepend(RequireHook) unless SEAMS.all? { |piece, *| loaded?(piece) }
+      end
+
+      # Called by RequireHook after `require` of one of its features returned.
+      def required
+        install! if RustyStdlib.installed.include?(:net_http)
       end
 
       # Runs the block with the stdlib's own methods in place of every installed piece.
@@ -227,6 +345,39 @@ module RustyStdlib
 
       private
 
+      # Whether the stdlib the piece replaces is loaded (completely: a piece is looked
+      # at only outside the require that loads it, see RequireHook).
+      def loaded?(piece)
+        piece == :uri_form ? defined?(::URI::VERSION) && defined?(::URI.decode_www_form) : defined?(::Net::HTTP::VERSION) && defined?(::Net::HTTPResponse)
+      end
+
+      def waiting(piece)
+        "waiting for #{piece == :uri_form ? 'uri' : 'net/http'} to be required"
+      end
+
+      # Why `piece` will not go in when its stdlib gets required, from the version its
+      # source file on the load path states; nil when that version is proven.
+      def predicted_refusal(piece)
+        PROVEN.fetch(piece).each do |constant, versions|
+          version = predicted_version(constant)
+          return "#{constant} #{version.inspect} (read from its source) is not proven for #{piece} (#{versions.join(', ')} are)" unless versions.include?(version)
+        end
+        nil
+      end
+
+      # The version the stdlib file that `require` would load defines, read from the
+      # file (net/http.rb's `VERSION = "x.y.z"`, uri/version.rb's VERSION_CODE), or nil.
+      def predicted_version(constant)
+        feature, pattern = constant == "URI::VERSION" ? ["uri/version", /VERSION_CODE = '(\d+)'/] : ["net/http", /^\s*VERSION = "([^"]+)"/]
+        type, path = $LOAD_PATH.resolve_feature_path(feature)
+        return nil unless type == :rb
+
+        found = File.read(path)[pattern, 1]
+        feature == "uri/version" && found ? found.scan(/../).map(&:to_i).join(".") : found
+      rescue LoadError, SystemCallError
+        nil
+      end
+
       # Why `piece` cannot go in, or nil.
       def refusal(piece, mod, target, file)
         PROVEN.fetch(piece).each do |constant, versions|
@@ -237,6 +388,10 @@ module RustyStdlib
 
         patched = mod.instance_methods(false) + mod.private_instance_methods(false)
         patched.each do |name|
+          unless target.method_defined?(name) || target.private_method_defined?(name)
+            return "#{target}##{name} is not the stdlib's (not defined)"
+          end
+
           method = target.instance_method(name)
           path = method.source_location&.first.to_s
           next if method.owner == target && path.end_with?("/#{file}")

@@ -21,29 +21,72 @@ RSpec.describe "Net::HTTPResponse#read_chunked (RustyStdlib::NetHttp :chunked_bo
 
   # Reads the head and then the body (as #body or through read_body's block), with
   # Net::BufferedIO's reads cut by `chunks`; returns everything observable.
-  def read_response(text, chunks: [], decode: false, block: false)
-    log = StringIO.new(+"")
+  #
+  # log: whether set_debug_output logs (which keeps every read in Ruby); dest: a String
+  # for read_body(dest). Errors are returned with what had been read by then.
+  def read_response(text, chunks: [], decode: false, block: false, log: false, dest: nil)
+    log = log ? StringIO.new(+"") : nil
     io = Net::BufferedIO.new(NetHttpHelper::ChunkedIO.new(text.b, chunks), debug_output: log)
     res = Net::HTTPResponse.read_new(io)
     res.decode_content = decode
     segments = []
-    res.reading_body(io, true) do
-      block ? res.read_body { |s| segments << s.dup } : segments << res.body
+    error = nil
+    begin
+      res.reading_body(io, true) do
+        if block
+          res.read_body { |s| segments << s.dup }
+        elsif dest
+          res.read_body(dest)
+        end
+        segments << res.body unless block # with a block, #body is the ReadAdapter
+      end
+    rescue StandardError => e
+      error = [e.class, e.message]
     end
-    [res.code, res.to_hash, segments, log.string, io.read_all]
+    [res.code, res.to_hash, segments, dest, error, log&.string, io.read_all]
   end
 
   bodies = [[], ["a"], ["hello", " ", "world"], ["\xFF\x00".b * 10, "x" * 300], ["\r\n", "0\r\n"]]
 
   it "reads chunked bodies like the stdlib, as #body and through read_body's block" do
-    NetHttpHelper.sample(bodies.product([false, true]), 3).each do |body, block|
-      expect_codec_parity { read_response(chunked(body), block: block) }
+    NetHttpHelper.sample(bodies.product([false, true], [false, true]), 3).each do |body, block, log|
+      expect_codec_parity { read_response(chunked(body), block: block, log: log) }
+    end
+  end
+
+  it "appends to a read_body(dest) String like the stdlib, whatever its encoding" do
+    body = ["abc", "\xFF\xFE".b, "d"]
+    dests = [-> { +"" }, -> { "".b }, -> { +"pre" }, -> { +"é" }, -> { "x".encode("UTF-16LE") },
+             -> { "".encode("UTF-16LE") }, -> { "".freeze }, -> { "pre".encode("Shift_JIS") }]
+    NetHttpHelper.sample(dests, 3).each do |dest|
+      expect_codec_parity { read_response(chunked(body), dest: dest.call) }
+      expect_codec_parity { read_response(chunked(["abc"]), dest: dest.call) }
+    end
+  end
+
+  it "stops where the stdlib stops on truncated and malformed chunked bodies" do
+    good = chunked(["hello", "x" * 40], trailers: "T: 1\r\n")
+    cuts = NetHttpHelper.sample((good.index("\r\n\r\n") + 4...good.bytesize).to_a, 3)
+    cuts.each_with_index do |cut, i|
+      NetHttpHelper.sample([false, true], 1).each do |block|
+        expect_codec_parity { read_response(good[0, cut], block: block ^ i.odd?) }
+        expect_codec_parity { read_response(good[0, cut], chunks: [cut - 3, 1]) } unless Parity::GC_STRESS && i.odd?
+      end
+    end
+    malformed = ["3\r\nabcXY1\r\nz\r\n0\r\n\r\n", "3\nabc\n\n0\n\n", "3\r\nabc\r\nzz\r\n",
+                 "3\r\nabc\r\n0\r\nT: 1\r\n", "10000000000000000\r\nab", "-1\r\nx\r\n0\r\n\r\n",
+                 "3\r\nabc", "3\r\nab", "0\r\n", "3 ; x\r\nabc\r\n0\r\n  \r\n\r\n"]
+    NetHttpHelper.sample(malformed, 4).each do |body|
+      text = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n#{body}"
+      NetHttpHelper.sample([[], [text.index("\r\n\r\n") + 6, 2]], 1).each do |chunks|
+        expect_codec_parity { read_response(text, chunks: chunks) }
+      end
     end
   end
 
   it "reads chunk-size lines like the stdlib, including extensions and bad lines" do
     size_lines = ["5", "05", "5;ext=1", " 5 ", "x5", "5g", "0x5", "+5", "-5", "", "zz", "5\t;a", "F" * 20,
-                  "0000000000000000000005", "\xFF5"]
+                  "8000000000000000", "7FFFFFFFFFFFFFFF", "0000000000000000000005", "\xFF5"]
     NetHttpHelper.sample(size_lines, 4).each do |line|
       expect_codec_parity { read_response(chunked(["hello"], size_lines: [line])) }
     end
@@ -61,10 +104,31 @@ RSpec.describe "Net::HTTPResponse#read_chunked (RustyStdlib::NetHttp :chunked_bo
 
   it "reads chunked bodies split at every byte boundary like the stdlib" do
     text = chunked(["hello", "chunked", "x" * 20], trailers: "T: 1\r\n")
-    NetHttpHelper.sample((0..text.bytesize).to_a, 3).each do |split|
-      expect_codec_parity { read_response(text, chunks: [split]) }
+    NetHttpHelper.sample((0..text.bytesize).to_a, 3).each_with_index do |split, i|
+      NetHttpHelper.sample([false, true], 1).each do |block|
+        expect_codec_parity { read_response(text, chunks: [split], block: block ^ i.odd?) }
+        expect_codec_parity { read_response(text, chunks: [split, 3], block: block) } unless Parity::GC_STRESS
+      end
     end
-    expect_codec_parity { read_response(text, chunks: [1] * text.bytesize, block: true) } unless Parity::GC_STRESS
+    unless Parity::GC_STRESS
+      [false, true].each do |block|
+        expect_codec_parity { read_response(text, chunks: [1] * text.bytesize, block: block) }
+        expect_codec_parity { read_response(text, chunks: [1] * text.bytesize, block: block, log: true) }
+      end
+    end
+  end
+
+  it "reads seeded random chunk layouts cut into random reads like the stdlib" do
+    rng = Random.new(NetHttpHelper::SEED + 41)
+    NetHttpHelper.count(300).times do
+      body = Array.new(rng.rand(5)) { rng.bytes(rng.rand(1..30)) }
+      sizes = body.map { |c| c.bytesize.to_s(16).then { |h| [h, h.upcase, "0#{h}", "#{h};e=1", " #{h}"][rng.rand(5)] } }
+      text = chunked(body, size_lines: sizes, trailers: rng.rand(2).zero? ? "" : "A: b\r\n")
+      text = text.gsub("\r\n", "\n") if rng.rand(4).zero?
+      chunks = Array.new(rng.rand(6)) { rng.rand(1..20) }
+      block = rng.rand(3).zero?
+      expect_codec_parity { read_response(text, chunks: chunks, block: block) }
+    end
   end
 
   it "takes chunk-size lines apart like the stdlib's expressions" do

@@ -61,4 +61,43 @@ RSpec.describe "Net::HTTPHeader header names (RustyStdlib::NetHttp :header_names
     expect_codec_parity { req.canonical_each.to_a }
     expect_codec_parity { req.each_capitalized_name.to_a }
   end
+
+  it "walks each_capitalized like the stdlib: values, return value, size, break, raise, mutation" do
+    build = lambda do
+      req = Net::HTTP::Post.new("/", "x-a" => "1", "set-cookie" => "a")
+      req.add_field("set-cookie", "b")
+      req["ÉTAG-é"] = "x"
+      req
+    end
+    expect_codec_parity { pairs = []; [build.call.each_capitalized { |k, v| pairs << [k, v] }, pairs].flatten }
+    expect_codec_parity { e = build.call.each_capitalized; [e.inspect, e.size, e.next, e.to_a, e.with_index.to_a].flatten }
+    expect_codec_parity { build.call.each_capitalized { |k, _| break k } }
+    expect_codec_parity { build.call.each_capitalized { |k, _| raise ArgumentError, k } }
+    expect_codec_parity { req = build.call; req.each_capitalized { |k, _| req["new-#{k}"] = "1" } }
+    expect_codec_parity { req = build.call; req.each_capitalized { |k, _| req.delete("set-cookie") }; req.to_hash.keys }
+    expect_codec_parity { catch(:out) { build.call.each_capitalized { |k, v| throw :out, [k, v] } } }
+  end
+
+  it "gives each_capitalized like the stdlib for odd @header contents and own capitalize/join" do
+    odd = [{ "int" => 1 }, { "nil" => nil }, { "a" => ["1", 2, :three, nil] }, { "sym" => [:v] },
+           { "k" => [Class.new(Array).new(["x"])] }, { "k" => Class.new(Array).new(%w[x y]) },
+           { "e" => ["\u00e9", "\xFF".b] }, { "u16" => ["v".encode("UTF-16LE")] }, { 1 => ["v"] }]
+    NetHttpHelper.sample(odd, 4).each do |headers|
+      expect_codec_parity do
+        req = Net::HTTP::Get.new("/")
+        req.instance_variable_get(:@header).replace(headers)
+        req.each_capitalized.to_a
+      end
+    end
+    expect_codec_parity do
+      own_join = %w[p q]
+      def own_join.join(sep) = "own #{sep.inspect}"
+      req = Net::HTTP::Get.new("/")
+      req.instance_variable_get(:@header).replace("k" => own_join, "l" => ["z"])
+      req.each_capitalized.to_a
+    end
+    own_capitalize = Class.new(Net::HTTP::Get) { private def capitalize(name) = "own-#{name}" }
+    expect_codec_parity { own_capitalize.new("/", "a-b" => "c").each_capitalized.to_a }
+    expect_codec_parity { Class.new(Net::HTTP::Get) { def initialize_http_header(*) = @header = nil }.new("/").each_capitalized.to_a }
+  end
 end

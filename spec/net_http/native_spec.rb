@@ -76,9 +76,14 @@ RSpec.describe "RustyStdlib::NetHttp install checks" do
   end
 
   it "refuses a seam someone else already patched" do
-    redefined = Class.new { def capitalize(name) = name }
+    redefined = Class.new do
+      def each_capitalized = nil
+      def capitalize(name) = name
+    end
     expect(refusal(:header_names, RustyStdlib::NetHttp::HeaderNames, redefined, "net/http/header.rb"))
-      .to match(/capitalize is not the stdlib's/)
+      .to match(/#each_capitalized is not the stdlib's/)
+    expect(refusal(:header_names, RustyStdlib::NetHttp::HeaderNames, Class.new, "net/http/header.rb"))
+      .to match(/#each_capitalized is not the stdlib's \(not defined\)/)
     prepended = Class.new { include Net::HTTPHeader }.prepend(Module.new { def write_header(*) = nil })
     expect(refusal(:request_head, RustyStdlib::NetHttp::RequestHead, prepended, "net/http/generic_request.rb"))
       .to match(/write_header is not the stdlib's/)

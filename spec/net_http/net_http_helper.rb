@@ -1,6 +1,7 @@
 # frozen_string_literal: true
 
 require "stringio"
+require "net/http" # after rusty_stdlib (spec_helper): the pieces go in lazily
 
 # Shared by spec/net_http: run code on the stdlib's methods or ours, and describe results
 # deeply (Arrays of Strings compared with each String's encoding, class and frozenness).

@@ -174,3 +174,51 @@ pub fn hex_u64(digits: &[u8]) -> Option<u64> {
         acc.checked_mul(16)?.checked_add(digit)
     })
 }
+
+/// A response's header lines as `each_response_header` yields them: `(name, value)`
+/// with continuation lines folded in, and the bytes they took up (through the line
+/// that ends the head).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HeaderBlock {
+    pub consumed: usize,
+    pub fields: Vec<(Vec<u8>, Vec<u8>)>,
+}
+
+/// Reads header lines from `buf` up to the (whitespace-only) line that ends the head,
+/// folding continuation lines as the stdlib's loop does. `None` when `buf` ends first
+/// (the caller reads more, line by line), at a line the stdlib raises for (no colon),
+/// and when a value holds a CR or LF (Net::HTTPHeader#add_field raises for those while
+/// the stdlib is still reading; the caller's line-by-line path keeps that order).
+pub fn header_block(buf: &[u8]) -> Option<HeaderBlock> {
+    let mut at = 0;
+    let mut fields: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
+    loop {
+        let nl = memchr::memchr(b'\n', &buf[at..])?;
+        let raw = &buf[at..at + nl + 1];
+        at += nl + 1;
+        let Some(line) = parse_header_line(raw) else {
+            break;
+        };
+        match fields.last_mut() {
+            // `line[0] == " " or line[0] == "\t" and value`: a value exists once a
+            // field has been read.
+            Some((_, value)) if line.leading_space || line.leading_tab => {
+                if !value.is_empty() {
+                    value.push(b' ');
+                }
+                value.extend_from_slice(line.stripped);
+            }
+            _ => fields.push((line.name?.to_vec(), line.value?.to_vec())),
+        }
+    }
+    if fields
+        .iter()
+        .any(|(_, value)| value.iter().any(|&b| b == b'\r' || b == b'\n'))
+    {
+        return None;
+    }
+    Some(HeaderBlock {
+        consumed: at,
+        fields,
+    })
+}

@@ -180,3 +180,78 @@ fn chunk_size_lines() {
     assert_eq!(hex_u64(b"00000000000000000001"), Some(1));
     assert_eq!(hex_u64(b"10000000000000000"), None);
 }
+
+#[test]
+fn chunked_bodies_scan_whole_items() {
+    use super::chunked::{scan, Phase};
+    let text = b"5;x\r\nhello\r\n3\nabcXY0\r\nT: 1\r\n\r\nrest";
+    let mut out = Vec::new();
+    let mut phase = Phase::Size;
+    let used = scan(text, &mut phase, |d| {
+        out.extend_from_slice(d);
+        true
+    });
+    assert_eq!(phase, Phase::Done);
+    assert_eq!(&text[used..], b"rest");
+    assert_eq!(out, b"helloabc");
+    // Every prefix stops in front of an unfinished item; scanning on from there with
+    // the rest gives the same body.
+    for cut in 0..text.len() {
+        let mut out = Vec::new();
+        let mut phase = Phase::Size;
+        let mut push = |d: &[u8]| {
+            out.extend_from_slice(d);
+            true
+        };
+        let first = scan(&text[..cut], &mut phase, &mut push);
+        assert!(first <= cut);
+        let second = scan(&text[first..], &mut phase, &mut push);
+        assert_eq!(phase, Phase::Done, "cut {cut}");
+        assert_eq!(first + second, used);
+        assert_eq!(out, b"helloabc");
+    }
+}
+
+#[test]
+fn chunked_scan_stops_at_lines_it_does_not_take() {
+    use super::chunked::{scan, Phase};
+    for text in [
+        &b"zz\r\n"[..],
+        b"10000000000000000\r\n",
+        b"8000000000000000\r\n",
+        b"5\r\n",
+    ] {
+        let mut phase = Phase::Size;
+        let used = scan(text, &mut phase, |_| true);
+        let expected = if text == b"5\r\n" { 3 } else { 0 };
+        assert_eq!(used, expected);
+    }
+    let mut phase = Phase::Size;
+    assert_eq!(scan(b"3\r\nabc\r\n", &mut phase, |_| false), 3);
+    assert_eq!(phase, Phase::Data(3));
+}
+
+#[test]
+fn header_blocks() {
+    use super::response::header_block;
+    let head = b"A: 1\r\nB:2\n folded\r\n\tmore \r\nC:\r\n \r\nrest";
+    let block = header_block(head).unwrap();
+    assert_eq!(&head[block.consumed..], b"rest");
+    let fields: Vec<(&[u8], &[u8])> = block
+        .fields
+        .iter()
+        .map(|(k, v)| (k.as_slice(), v.as_slice()))
+        .collect();
+    assert_eq!(
+        fields,
+        [
+            (&b"A"[..], &b"1"[..]),
+            (b"B", b"2 folded more"),
+            (b"C", b"")
+        ]
+    );
+    assert_eq!(header_block(b"A: 1\r\n"), None);
+    assert_eq!(header_block(b"A: 1\r\nno colon\r\n\r\n"), None);
+    assert_eq!(header_block(b"A: 1\rx\r\n\r\n"), None);
+    assert_eq!(header_block(b" lead: x\r\n\r\n").unwrap().fields.len(), 1);
+}

@@ -1,9 +1,16 @@
 //! `Net::HTTPHeader#capitalize` (private; `each_capitalized` and request heads use it).
 
-use magnus::{Error, RString, Ruby, Value};
+use std::{ffi::CStr, sync::OnceLock};
+
+use magnus::{
+    prelude::*,
+    rb_sys::{AsRawValue, FromRawValue},
+    value::Lazy,
+    Error, RHash, RString, Ruby, Value,
+};
 use rusty_core::net_http::header;
 
-use super::strings::{ascii_only, encindex, exact_string, new_with_index, usascii_index};
+use super::strings::{ascii_only, encindex, exact_string, is_exact, new_with_index, usascii_index};
 
 /// `name.to_s.split(/-/).map(&:capitalize).join('-')` for an exact ASCII String, or nil
 /// for the stdlib (whose `String#capitalize` is Unicode-aware).
@@ -20,4 +27,158 @@ pub fn capitalize(ruby: &Ruby, name: Value) -> Result<Option<RString>, Error> {
         // `[].join` is an empty US-ASCII string.
         None => new_with_index(ruby, b"", usascii_index()).map(Some),
     }
+}
+
+/// `Net::HTTPHeader#capitalize(name)` as a method of the prepended module: the native
+/// result for an exact ASCII String, the stdlib's method (super) otherwise.
+pub fn capitalize_method(ruby: &Ruby, _rb_self: Value, name: Value) -> Result<Value, Error> {
+    match capitalize(ruby, name)? {
+        Some(capitalized) => Ok(capitalized.as_value()),
+        None => ruby.call_super((name,)),
+    }
+}
+
+/// An ID interned once (IDs of static names are never collected).
+fn id(cache: &OnceLock<rb_sys::ID>, name: &CStr) -> rb_sys::ID {
+    *cache.get_or_init(|| unsafe { rb_sys::rb_intern(name.as_ptr()) })
+}
+
+static ID_CAPITALIZE: OnceLock<rb_sys::ID> = OnceLock::new();
+static ID_JOIN: OnceLock<rb_sys::ID> = OnceLock::new();
+static ID_HEADER: OnceLock<rb_sys::ID> = OnceLock::new();
+static ID_SIZE: OnceLock<rb_sys::ID> = OnceLock::new();
+static ID_EACH_CAPITALIZED: OnceLock<rb_sys::ID> = OnceLock::new();
+
+/// `", "`, the separator `each_capitalized` joins values with when it calls Array#join
+/// itself (rb_ary_join only reads it); a redefined `join` gets a fresh String each
+/// time, as the stdlib's literal is.
+static SEPARATOR: Lazy<RString> = Lazy::new(|ruby| {
+    let separator = ruby.str_new(", ");
+    separator.freeze();
+    separator
+});
+
+/// What the hash walk needs, passed through rb_hash_foreach's `arg`.
+struct Walk {
+    receiver: rb_sys::VALUE,
+    separator: rb_sys::VALUE,
+    array_class: rb_sys::VALUE,
+    capitalize: rb_sys::ID,
+    join: rb_sys::ID,
+}
+
+/// One `|k, v|` of `@header.each`: `yield capitalize(k), v.join(', ')`. Runs inside
+/// the one `protect` around the walk: a raise, `break` or `throw` from any of these
+/// calls unwinds rb_hash_foreach (which restores the Hash's iteration state) up to it.
+/// No Rust value with a destructor lives in this frame.
+unsafe extern "C" fn walk_pair(
+    name: rb_sys::VALUE,
+    values: rb_sys::VALUE,
+    arg: rb_sys::VALUE,
+) -> std::os::raw::c_int {
+    let walk = &*(arg as *const Walk);
+    let capitalized = rb_sys::rb_funcallv(walk.receiver, walk.capitalize, 1, &name);
+    // Array#join itself for an exact Array while Array#join is the core method.
+    let joined = if rb_sys::RB_TYPE_P(values, rb_sys::ruby_value_type::RUBY_T_ARRAY)
+        && Value::from_raw(values).class().as_raw() == walk.array_class
+        && rb_sys::rb_method_basic_definition_p(walk.array_class, walk.join) != 0
+    {
+        rb_sys::rb_ary_join(values, walk.separator)
+    } else {
+        let separator = rb_sys::rb_str_new(c", ".as_ptr(), 2);
+        rb_sys::rb_funcallv(values, walk.join, 1, &separator)
+    };
+    let pair = [capitalized, joined];
+    rb_sys::rb_yield_values2(2, pair.as_ptr());
+    rb_sys::st_retval::ST_CONTINUE as _
+}
+
+/// The enumerator's size, `@header.size` when it is asked (Enumerator#size calls this
+/// from Ruby, which handles a raise from `size`).
+unsafe extern "C" fn header_size(
+    receiver: rb_sys::VALUE,
+    _args: rb_sys::VALUE,
+    _enumerator: rb_sys::VALUE,
+) -> rb_sys::VALUE {
+    let header = rb_sys::rb_ivar_get(receiver, id(&ID_HEADER, c"@header"));
+    let size = id(&ID_SIZE, c"size");
+    rb_sys::rb_funcallv(header, size, 0, std::ptr::null())
+}
+
+/// Clears the flag `arg` points at (and stops) at a value that is not an exact Array.
+unsafe extern "C" fn check_array(
+    _name: rb_sys::VALUE,
+    values: rb_sys::VALUE,
+    arg: rb_sys::VALUE,
+) -> std::os::raw::c_int {
+    let (all_arrays, array_class) = &mut *(arg as *mut (bool, rb_sys::VALUE));
+    if rb_sys::RB_TYPE_P(values, rb_sys::ruby_value_type::RUBY_T_ARRAY)
+        && Value::from_raw(values).class().as_raw() == *array_class
+    {
+        return rb_sys::st_retval::ST_CONTINUE as _;
+    }
+    *all_arrays = false;
+    rb_sys::st_retval::ST_STOP as _
+}
+
+/// `Net::HTTPHeader#each_capitalized`: the stdlib's loop over an exact Hash `@header`
+/// whose values are all exact Arrays (as `add_field`/`[]=` leave them), with
+/// `capitalize` called as a method (so a subclass's own still applies) and each pair
+/// yielded from here. Without a block, the stdlib's sized Enumerator, made here. For
+/// any other `@header` (whose `join` would fail or be someone else's), the stdlib's
+/// method: its Enumerator, its errors.
+pub fn each_capitalized(ruby: &Ruby, rb_self: Value) -> Result<Value, Error> {
+    let header = unsafe {
+        Value::from_raw(rb_sys::rb_ivar_get(
+            rb_self.as_raw(),
+            id(&ID_HEADER, c"@header"),
+        ))
+    };
+    let Some(hash) = RHash::from_value(header).filter(|_| is_exact(header, ruby.class_hash()))
+    else {
+        return ruby.call_super(());
+    };
+    if !ruby.block_given() {
+        // `enum_for(__method__) { @header.size }`.
+        return magnus::rb_sys::protect(|| unsafe {
+            let method = rb_sys::rb_id2sym(id(&ID_EACH_CAPITALIZED, c"each_capitalized"));
+            rb_sys::rb_enumeratorize_with_size(
+                rb_self.as_raw(),
+                method,
+                0,
+                std::ptr::null(),
+                Some(header_size),
+            )
+        })
+        .map(|enumerator| unsafe { Value::from_raw(enumerator) });
+    }
+    let mut check = (true, ruby.class_array().as_raw());
+    // rb_hash_foreach with a callback that calls no Ruby code does not raise.
+    unsafe {
+        rb_sys::rb_hash_foreach(
+            hash.as_raw(),
+            Some(check_array),
+            &mut check as *mut (bool, rb_sys::VALUE) as rb_sys::VALUE,
+        )
+    };
+    if !check.0 {
+        return ruby.call_super(());
+    }
+    let walk = Walk {
+        receiver: rb_self.as_raw(),
+        separator: ruby.get_inner(&SEPARATOR).as_raw(),
+        array_class: ruby.class_array().as_raw(),
+        capitalize: id(&ID_CAPITALIZE, c"capitalize"),
+        join: id(&ID_JOIN, c"join"),
+    };
+    magnus::rb_sys::protect(|| unsafe {
+        rb_sys::rb_hash_foreach(
+            hash.as_raw(),
+            Some(walk_pair),
+            &walk as *const Walk as rb_sys::VALUE,
+        );
+        hash.as_raw()
+    })?;
+    // `@header.each`'s value: the Hash.
+    Ok(hash.as_value())
 }

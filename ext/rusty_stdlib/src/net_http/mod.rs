@@ -7,17 +7,23 @@
 //! and the Ruby shim (lib/rusty_stdlib/net_http.rb) then runs the stdlib's code.
 //! Non-nil results are Strings, Arrays, Integers or false, so `nil` is unambiguous.
 
+mod buffer;
+mod chunked;
 mod form;
 mod header;
 mod request;
 mod response;
 mod strings;
 
-use magnus::{function, prelude::*, Error, RModule, Ruby};
+use magnus::{function, method, prelude::*, Error, RModule, Ruby};
 
 pub fn init(_ruby: &Ruby, root: RModule) -> Result<(), Error> {
     let module = root.define_module("NetHttp")?;
     let native = module.define_module("Native")?;
+    // The :header_names piece, prepended to Net::HTTPHeader by the shim.
+    let header_names = module.define_module("HeaderNames")?;
+    header_names.define_method("each_capitalized", method!(header::each_capitalized, 0))?;
+    header_names.define_private_method("capitalize", method!(header::capitalize_method, 1))?;
     native.define_singleton_method(
         "encode_www_form_component",
         function!(form::encode_www_form_component, 2),
@@ -32,6 +38,10 @@ pub fn init(_ruby: &Ruby, root: RModule) -> Result<(), Error> {
     native.define_singleton_method("request_head", function!(request::request_head, 4))?;
     native.define_singleton_method("status_line", function!(response::status_line, 1))?;
     native.define_singleton_method("header_line", function!(response::header_line, 1))?;
+    native.define_singleton_method("line_end", function!(buffer::line_end, 1))?;
+    native.define_singleton_method("header_block", function!(buffer::header_block, 1))?;
+    native.define_singleton_method("add_fields", function!(buffer::add_fields, 2))?;
+    native.define_singleton_method("chunked_scan", function!(chunked::chunked_scan, 3))?;
     native.define_singleton_method("chunk_size", function!(response::chunk_size, 1))?;
     Ok(())
 }

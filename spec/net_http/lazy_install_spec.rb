@@ -1,0 +1,52 @@
+# frozen_string_literal: true
+
+require "net/http"
+require "tmpdir"
+
+# require "rusty_stdlib" does not load net/http or uri; the Net::HTTP pieces go in when
+# the app requires them (before or after rusty_stdlib), and never with RUSTY_STDLIB=off.
+RSpec.describe "RustyStdlib::NetHttp's lazy install" do
+  report = <<~RUBY
+    p [RustyStdlib.installed.include?(:net_http), RustyStdlib.status[:net_http], RustyStdlib::NetHttp.pieces]
+  RUBY
+
+  def run(code, env: {})
+    out, err, status = ruby_run(code, env: env)
+    expect([err, status.success?]).to eq(["", true])
+    out.lines.map(&:chomp)
+  end
+
+  all = %i[uri_form header_names response_head request_head chunked_body]
+
+  it "loads neither net/http nor uri, and installs each piece when its stdlib is required" do
+    out = run(<<~RUBY)
+      require "rusty_stdlib"
+      p $LOADED_FEATURES.grep(%r{/(net/http|uri)\\.rb\\z})
+      #{report}
+      require "uri"
+      #{report}
+      require "net/http"
+      #{report}
+      p Net::HTTPHeader.ancestors.include?(RustyStdlib::NetHttp::HeaderNames)
+    RUBY
+    expect(out).to eq(["[]", "[true, :installed, []]", "[true, :installed, [:uri_form]]",
+                       "[true, :installed, #{all.inspect}]", "true"])
+  end
+
+  it "installs at once when net/http was required first, or via net/https and a nested require" do
+    expect(run(%(require "net/http"\nrequire "rusty_stdlib"\n#{report}))).to eq(["[true, :installed, #{all.inspect}]"])
+    expect(run(%(require "rusty_stdlib"\nrequire "net/https"\n#{report}))).to eq(["[true, :installed, #{all.inspect}]"])
+    expect(run(%(require "rusty_stdlib"\nrequire "open-uri"\nrequire "net/http"\n#{report}))).to eq(["[true, :installed, #{all.inspect}]"])
+  end
+
+  it "installs nothing and watches no require with RUSTY_STDLIB=off" do
+    out = run(%(require "rusty_stdlib"\nrequire "net/http"\n#{report}\np Kernel.ancestors.include?(RustyStdlib::NetHttp::RequireHook)),
+              env: { "RUSTY_STDLIB" => "off" })
+    expect(out).to eq(['[false, "disabled by RUSTY_STDLIB=off", []]', "false"])
+  end
+
+  it "predicts the versions it will find from the stdlib's source files" do
+    predicted = %w[Net::HTTP::VERSION URI::VERSION].map { |c| RustyStdlib::NetHttp.send(:predicted_version, c) }
+    expect(predicted).to eq([Net::HTTP::VERSION, URI::VERSION])
+  end
+end
