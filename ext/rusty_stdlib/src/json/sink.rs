@@ -12,46 +12,82 @@ use magnus::{gc::Marker, rb_sys::FromRawValue, DataTypeFunctions, Error, Ruby, T
 use rb_sys::VALUE;
 use rusty_core::json::{parse_float_fast, parse_int_fast, Sink};
 
-/// Object keys up to this many bytes go through the [`KeyCache`].
-const CACHED_KEY_MAX: usize = 24;
-const KEY_CACHE_SLOTS: usize = 64;
+/// Slots of the [`KeyCache`] (a power of two): enough that the few hundred distinct keys
+/// of a large document rarely evict each other.
+const KEY_CACHE_SLOTS: usize = 1024;
 
-/// A direct-mapped cache of the keys (frozen Strings or Symbols) made during one parse,
-/// so that repeated keys skip Ruby's fstring table lookup.
+/// A direct-mapped cache of the keys (frozen Strings, or Symbols with `symbolize_names`)
+/// made during one parse, so that a repeated key costs a hash and a compare instead of
+/// Ruby's fstring table lookup. A slot belongs to the current parse only when its
+/// `generation` is the cache's: starting a parse forgets every slot at once.
 struct KeyCache {
-    slots: [KeySlot; KEY_CACHE_SLOTS],
+    generation: u32,
+    slots: Box<[KeySlot; KEY_CACHE_SLOTS]>,
 }
 
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, Default)]
 struct KeySlot {
+    generation: u32,
+    hash: u32,
+    /// The interned String whose bytes the key has (compared on a hit).
+    string: VALUE,
+    /// What the parse pushes: `string`, or its Symbol.
     value: VALUE,
-    len: u8,
-    bytes: [u8; CACHED_KEY_MAX],
 }
 
 impl KeyCache {
-    fn empty() -> KeyCache {
+    fn new() -> KeyCache {
         KeyCache {
-            slots: [KeySlot {
-                value: 0,
-                len: 0,
-                bytes: [0; CACHED_KEY_MAX],
-            }; KEY_CACHE_SLOTS],
+            generation: 1,
+            slots: Box::new([KeySlot::default(); KEY_CACHE_SLOTS]),
         }
     }
 
-    /// The slot for a key of 1..=CACHED_KEY_MAX bytes.
-    fn slot_of(bytes: &[u8]) -> usize {
-        let n = bytes.len();
-        let h = (n as u32)
-            .wrapping_mul(31)
-            .wrapping_add(bytes[0] as u32)
-            .wrapping_mul(31)
-            .wrapping_add(bytes[n - 1] as u32)
-            .wrapping_mul(31)
-            .wrapping_add(bytes[n / 2] as u32);
-        (h.wrapping_mul(0x9E37_79B1) >> 26) as usize % KEY_CACHE_SLOTS
+    /// Forgets every slot (they hold VALUEs of a finished parse, which may be dead).
+    fn forget_all(&mut self) {
+        self.generation = self.generation.wrapping_add(1);
+        if self.generation == 0 {
+            self.slots.iter_mut().for_each(|slot| slot.generation = 0);
+            self.generation = 1;
+        }
     }
+
+    fn live_slots(&self) -> impl Iterator<Item = &KeySlot> {
+        let generation = self.generation;
+        self.slots
+            .iter()
+            .filter(move |s| s.generation == generation)
+    }
+}
+
+#[inline(always)]
+fn read_u64(b: &[u8], at: usize) -> u64 {
+    u64::from_le_bytes(b[at..at + 8].try_into().unwrap())
+}
+
+/// A fast, well-mixed hash of a key's bytes (not DoS-resistant, and need not be: a
+/// collision only costs a cache miss).
+#[inline(always)]
+fn key_hash(b: &[u8]) -> u32 {
+    const K: u64 = 0x9E37_79B9_7F4A_7C15;
+    let n = b.len();
+    let mut h = (n as u64).wrapping_mul(K);
+    if n >= 8 {
+        let mut i = 0;
+        while i + 8 < n {
+            h = (h ^ read_u64(b, i)).wrapping_mul(K).rotate_left(31);
+            i += 8;
+        }
+        h ^= read_u64(b, n - 8);
+    } else if n >= 4 {
+        let lo = u32::from_le_bytes(b[..4].try_into().unwrap()) as u64;
+        let hi = u32::from_le_bytes(b[n - 4..].try_into().unwrap()) as u64;
+        h ^= (hi << 32) | lo;
+    } else if n > 0 {
+        h ^= b[0] as u64 | (b[n / 2] as u64) << 8 | (b[n - 1] as u64) << 16;
+    }
+    h = h.wrapping_mul(K);
+    (h ^ (h >> 32)) as u32
 }
 
 /// The GC-visible stack of values not yet placed in their container, and the key cache
@@ -71,9 +107,10 @@ impl ValueStack {
             unsafe { rb_sys::rb_gc_mark(v) };
         }
         if let Some(cache) = unsafe { &*self.keys.get() } {
-            for slot in &cache.slots {
-                if slot.len != 0 {
-                    unsafe { rb_sys::rb_gc_mark(slot.value) };
+            for slot in cache.live_slots() {
+                unsafe {
+                    rb_sys::rb_gc_mark(slot.string);
+                    rb_sys::rb_gc_mark(slot.value);
                 }
             }
         }
@@ -265,28 +302,74 @@ impl RubySink {
         self.cstr.as_ptr() as *const _
     }
 
-    /// A String for `bytes` (interned for keys and with `freeze`), or a Symbol for a key
-    /// with `symbolize_names`.
+    /// A String value for `bytes` (interned with `freeze`, as the gem does).
     #[inline]
-    fn make_string(&mut self, bytes: &[u8], key: bool) -> Result<VALUE, Error> {
+    fn make_string(&mut self, bytes: &[u8]) -> VALUE {
         let ptr = bytes.as_ptr() as *const std::os::raw::c_char;
         let len = bytes.len() as std::os::raw::c_long;
-        let v = if key || self.flavour.freeze {
-            let interned = unsafe { rb_sys::rb_enc_interned_str(ptr, len, self.utf8) };
-            if key && self.flavour.symbolize_names {
-                if std::str::from_utf8(bytes).is_ok() {
-                    unsafe { rb_sys::rb_str_intern(interned) }
-                } else {
-                    // Raises EncodingError ("invalid symbol in encoding UTF-8 ...").
-                    magnus::rb_sys::protect(|| unsafe { rb_sys::rb_str_intern(interned) })?
-                }
-            } else {
-                interned
-            }
+        if self.flavour.freeze {
+            unsafe { rb_sys::rb_enc_interned_str(ptr, len, self.utf8) }
         } else {
             unsafe { rb_sys::rb_utf8_str_new(ptr, len) }
+        }
+    }
+
+    /// An object key, from the [`KeyCache`] when this parse already made it.
+    #[inline(always)]
+    fn key(&mut self, bytes: &[u8]) -> Result<(), Error> {
+        let keys = self.stack.keys.get();
+        let hash = key_hash(bytes);
+        let index = hash as usize & (KEY_CACHE_SLOTS - 1);
+        {
+            let cache = unsafe { (*keys).get_or_insert_with(|| Box::new(KeyCache::new())) };
+            let slot = &cache.slots[index];
+            if slot.generation == cache.generation && slot.hash == hash {
+                // The cached String is frozen and interned: its bytes cannot change.
+                let cached = unsafe {
+                    let ptr = rb_sys::RSTRING_PTR(slot.string) as *const u8;
+                    std::slice::from_raw_parts(ptr, rb_sys::RSTRING_LEN(slot.string) as usize)
+                };
+                if cached == bytes {
+                    let v = slot.value;
+                    self.push(v);
+                    return Ok(());
+                }
+            }
+        }
+        // No reference into the cache is held here: making the key may run the GC,
+        // whose mark reads the cache.
+        let (string, value) = self.make_key(bytes)?;
+        if let Some(cache) = unsafe { (*keys).as_mut() } {
+            cache.slots[index] = KeySlot {
+                generation: cache.generation,
+                hash,
+                string,
+                value,
+            };
+        }
+        self.push(value);
+        Ok(())
+    }
+
+    /// A key's interned String, and the value to push for it (the String, or with
+    /// `symbolize_names` its Symbol). The String stays reachable from the Symbol.
+    fn make_key(&mut self, bytes: &[u8]) -> Result<(VALUE, VALUE), Error> {
+        let ptr = bytes.as_ptr() as *const std::os::raw::c_char;
+        let len = bytes.len() as std::os::raw::c_long;
+        let interned = unsafe { rb_sys::rb_enc_interned_str(ptr, len, self.utf8) };
+        if !self.flavour.symbolize_names {
+            return Ok((interned, interned));
+        }
+        // Keep the String on the marked stack while its Symbol is made.
+        self.push(interned);
+        let symbol = if std::str::from_utf8(bytes).is_ok() {
+            Ok(unsafe { rb_sys::rb_str_intern(interned) })
+        } else {
+            // Raises EncodingError ("invalid symbol in encoding UTF-8 ...").
+            magnus::rb_sys::protect(|| unsafe { rb_sys::rb_str_intern(interned) })
         };
-        Ok(v)
+        unsafe { (*self.values()).pop() };
+        Ok((interned, symbol?))
     }
 
     #[inline(always)]
@@ -311,7 +394,7 @@ impl Drop for RubySink {
         values.clear();
         if let Some(cache) = unsafe { &mut *stack.keys.get() } {
             // Its VALUEs may die once this parse is over: forget them.
-            cache.slots.iter_mut().for_each(|slot| slot.len = 0);
+            cache.forget_all();
         }
         SPARE.with(|spare| spare.set(Some(stack)));
     }
@@ -388,31 +471,10 @@ impl Sink for RubySink {
 
     #[inline]
     fn string(&mut self, bytes: &[u8], key: bool) -> Result<(), Error> {
-        if key && !bytes.is_empty() && bytes.len() <= CACHED_KEY_MAX {
-            let keys = self.stack.keys.get();
-            let slot = KeyCache::slot_of(bytes);
-            {
-                let cache = unsafe { (*keys).get_or_insert_with(|| Box::new(KeyCache::empty())) };
-                let cached = &cache.slots[slot];
-                if cached.len as usize == bytes.len() && &cached.bytes[..bytes.len()] == bytes {
-                    let v = cached.value;
-                    self.push(v);
-                    return Ok(());
-                }
-            }
-            // No reference into the cache is held here: making the key may run the GC,
-            // whose mark reads the cache.
-            let v = self.make_string(bytes, true)?;
-            if let Some(cache) = unsafe { (*keys).as_mut() } {
-                let cached = &mut cache.slots[slot];
-                cached.value = v;
-                cached.len = bytes.len() as u8;
-                cached.bytes[..bytes.len()].copy_from_slice(bytes);
-            }
-            self.push(v);
-            return Ok(());
+        if key {
+            return self.key(bytes);
         }
-        let v = self.make_string(bytes, key)?;
+        let v = self.make_string(bytes);
         self.push(v);
         Ok(())
     }
