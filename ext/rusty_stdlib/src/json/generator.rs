@@ -22,7 +22,7 @@ use magnus::{
     DataTypeFunctions, Error, ExceptionClass, Fixnum, Float, RArray, RClass, RHash, RModule,
     RString, Ruby, Symbol, TypedData, Value,
 };
-use rb_sys::{ruby_value_type, VALUE};
+use rb_sys::{ruby_coderange_type, ruby_value_type, VALUE};
 use rusty_core::json as core;
 
 /// The layout strings; `None` is the gem's NULL pointer.
@@ -387,6 +387,14 @@ struct Gen<'s> {
     /// Whether `Float#to_s` was redefined: the gem calls it for every Float, we write the
     /// same text ourselves unless someone changed what it says.
     float_to_s_redefined: bool,
+    /// How many Hashes are being walked without `protect` around `rb_hash_foreach` (see
+    /// [`Gen::object`]); while above 0, no Ruby code may run and no error is made.
+    unprotected: u32,
+    /// Set when an unprotected walk met something that needs Ruby (user code, an
+    /// exception): the outermost unprotected Hash is then written again, protected.
+    retry: bool,
+    /// Cleared after the first retry: from then on every Hash is walked protected.
+    unprotected_ok: bool,
 }
 
 impl<'s> Gen<'s> {
@@ -406,21 +414,58 @@ impl<'s> Gen<'s> {
             cfg,
             object_delim2,
             array_delim,
-            out: Vec::with_capacity(capacity),
+            out: spare_buffer(capacity),
             utf8: unsafe { rb_sys::rb_utf8_encindex() },
             usascii: unsafe { rb_sys::rb_usascii_encindex() },
             float_to_s_redefined: unsafe {
                 let to_s = rb_sys::rb_intern(c"to_s".as_ptr());
                 rb_sys::rb_method_basic_definition_p(rb_sys::rb_cFloat, to_s) == 0
             },
+            unprotected: 0,
+            retry: false,
+            unprotected_ok: true,
         })
     }
 
     /// `fbuffer_to_s`: a UTF-8 String of the output.
-    fn finish(self, ruby: &Ruby) -> RString {
-        let result = ruby.str_from_slice(&self.out);
-        unsafe { rb_sys::rb_enc_associate_index(result.as_raw(), self.utf8) };
-        result
+    fn finish(self, _ruby: &Ruby) -> RString {
+        let out = &self.out;
+        let raw = unsafe { rb_sys::rb_utf8_str_new(out.as_ptr() as *const _, out.len() as _) };
+        RString::from_value(unsafe { Value::from_raw(raw) }).expect("a String")
+    }
+}
+
+/// Output buffers up to this size are kept for the next generation on the thread.
+const SPARE_BUFFER_MAX: usize = 8 << 20;
+
+thread_local! {
+    /// The output buffer of the last finished generation on this thread: reusing it saves
+    /// growing (and page-faulting) a fresh one each time. A generation nested in a
+    /// `#to_json` finds it taken and makes its own.
+    static SPARE_BUFFER: Cell<Vec<u8>> = const { Cell::new(Vec::new()) };
+}
+
+fn spare_buffer(capacity: usize) -> Vec<u8> {
+    let mut out = SPARE_BUFFER.with(Cell::take);
+    out.clear();
+    out.reserve(capacity);
+    out
+}
+
+impl Drop for Gen<'_> {
+    fn drop(&mut self) {
+        if self.out.capacity() <= SPARE_BUFFER_MAX {
+            let out = std::mem::take(&mut self.out);
+            SPARE_BUFFER.with(|spare| {
+                // Keep the larger of the two buffers.
+                let other = spare.take();
+                spare.set(if other.capacity() > out.capacity() {
+                    other
+                } else {
+                    out
+                });
+            });
+        }
     }
 }
 
@@ -439,6 +484,21 @@ fn push_indent(out: &mut Vec<u8>, indent: &Option<Vec<u8>>, depth: i64) {
 }
 
 impl Gen<'_> {
+    /// Called before anything that may run Ruby code or make an exception: inside an
+    /// unprotected Hash walk it asks for the walk to be done again under `protect`.
+    #[inline(always)]
+    fn ruby_needed(&mut self, ruby: &Ruby) -> Result<(), Error> {
+        if self.unprotected == 0 {
+            return Ok(());
+        }
+        self.retry = true;
+        // Never raised: the retrying walk drops it (this makes no Ruby object).
+        Err(Error::new(
+            ruby.exception_runtime_error(),
+            "retry protected",
+        ))
+    }
+
     fn value(&mut self, ruby: &Ruby, obj: Value) -> Result<(), Error> {
         // Immediates first (their classes are fixed, so the order of the gem's tests does
         // not matter), then heap objects by exact class.
@@ -463,27 +523,34 @@ impl Gen<'_> {
             self.array(ruby, RArray::from_value(obj).expect("an Array"))
         } else if klass == ruby.class_string().as_raw() {
             self.string(ruby, RString::from_value(obj).expect("a String"))
+        } else if klass == ruby.class_float().as_raw() {
+            self.float(ruby, obj)
         } else if unsafe { rb_sys::RB_TYPE_P(obj.as_raw(), ruby_value_type::RUBY_T_BIGNUM) } {
+            self.ruby_needed(ruby)?;
             let s: RString = obj.funcall("to_s", ())?;
             self.out.extend_from_slice(unsafe { s.as_slice() });
             Ok(())
-        } else if klass == ruby.class_float().as_raw() {
-            self.float(ruby, obj)
-        } else if obj.respond_to("to_json", false)? {
-            let s: Value = obj.funcall("to_json", (self.state_value,))?;
-            check_type(s, ruby_value_type::RUBY_T_STRING)?;
-            let s = RString::from_value(s).expect("checked");
-            self.out.extend_from_slice(unsafe { s.as_slice() });
-            Ok(())
         } else {
-            let s: Value = obj.funcall("to_s", ())?;
-            check_type(s, ruby_value_type::RUBY_T_STRING)?;
-            self.string(ruby, RString::from_value(s).expect("checked"))
+            self.ruby_needed(ruby)?;
+            if obj.respond_to("to_json", false)? {
+                let s: Value = obj.funcall("to_json", (self.state_value,))?;
+                check_type(s, ruby_value_type::RUBY_T_STRING)?;
+                let s = RString::from_value(s).expect("checked");
+                self.out.extend_from_slice(unsafe { s.as_slice() });
+                Ok(())
+            } else {
+                let s: Value = obj.funcall("to_s", ())?;
+                check_type(s, ruby_value_type::RUBY_T_STRING)?;
+                self.string(ruby, RString::from_value(s).expect("checked"))
+            }
         }
     }
 
     fn float(&mut self, ruby: &Ruby, obj: Value) -> Result<(), Error> {
         let f = Float::from_value(obj).expect("a Float").to_f64();
+        if self.float_to_s_redefined || (!f.is_finite() && !self.cfg.allow_nan) {
+            self.ruby_needed(ruby)?;
+        }
         let redefined: Option<RString> = if self.float_to_s_redefined {
             Some(obj.funcall("to_s", ())?)
         } else {
@@ -514,6 +581,7 @@ impl Gen<'_> {
         let mut s = s;
         let index = unsafe { rb_sys::rb_enc_get_index(s.as_raw()) };
         if index != self.utf8 && index != self.usascii {
+            self.ruby_needed(ruby)?;
             let raw = s.as_raw();
             let converted = protect(|| unsafe {
                 rb_sys::rb_str_export_to_enc(raw, rb_sys::rb_utf8_encoding())
@@ -522,12 +590,23 @@ impl Gen<'_> {
         }
         self.out.push(b'"');
         let bytes = unsafe { s.as_slice() };
-        if let Err(e) = core::escape_string(
+        // Ruby's code range (computed once, then cached in the String) settles what the
+        // gem's per-character UTF-8 checks would find: ASCII, or well-formed UTF-8 (Ruby's
+        // UTF-8 is as strict as `isLegalUTF8`). Only a broken string is checked here.
+        let coderange = unsafe { rb_sys::rb_enc_str_coderange(s.as_raw()) } as u32;
+        let known_good = coderange == ruby_coderange_type::RUBY_ENC_CODERANGE_7BIT as u32
+            || (coderange == ruby_coderange_type::RUBY_ENC_CODERANGE_VALID as u32
+                && !self.cfg.ascii_only
+                && unsafe { rb_sys::rb_enc_get_index(s.as_raw()) } == self.utf8);
+        if known_good {
+            core::escape_valid_utf8(bytes, self.cfg.escape_slash, &mut self.out);
+        } else if let Err(e) = core::escape_string(
             bytes,
             self.cfg.ascii_only,
             self.cfg.escape_slash,
             &mut self.out,
         ) {
+            self.ruby_needed(ruby)?;
             return Err(Error::new(json_error(ruby, "GeneratorError")?, e.message()));
         }
         self.out.push(b'"');
@@ -542,12 +621,14 @@ impl Gen<'_> {
         let max = self.cfg.max_nesting;
         if max != 0 && depth > max {
             self.state.depth.set(depth - 1);
+            self.ruby_needed(ruby)?;
             return Err(Error::new(
                 json_error(ruby, "NestingError")?,
                 format!("nesting of {} is too deep", depth - 1),
             ));
         }
         if depth > 256 && unsafe { rb_sys::ruby_stack_check() } != 0 {
+            self.ruby_needed(ruby)?;
             let class = unsafe { Value::from_raw(rb_sys::rb_eSysStackError) };
             let class = ExceptionClass::from_value(class).expect("an exception class");
             return Err(Error::new(class, "stack level too deep"));
@@ -555,35 +636,57 @@ impl Gen<'_> {
         Ok(depth)
     }
 
+    /// A Hash. `rb_hash_foreach` raises if user code run from the walk changed the
+    /// Hash, so it must run under `protect` whenever user code may run. Most documents
+    /// hold only core values, so the walk is first tried without `protect` (one
+    /// `setjmp` less per Hash) and running no Ruby code at all; at the first value that
+    /// would need Ruby, the outermost such Hash is written again from its start, and
+    /// everything after that is protected.
     fn object(&mut self, ruby: &Ruby, hash: RHash) -> Result<(), Error> {
+        if self.unprotected > 0 {
+            return self.object_walk(ruby, hash, false);
+        }
+        if self.unprotected_ok {
+            let mark = self.out.len();
+            let depth = self.state.depth.get();
+            self.unprotected += 1;
+            let result = self.object_walk(ruby, hash, false);
+            self.unprotected -= 1;
+            if !self.retry {
+                return result;
+            }
+            // Nothing observable happened: no Ruby code ran and no error was made.
+            self.retry = false;
+            self.unprotected_ok = false;
+            self.out.truncate(mark);
+            self.state.depth.set(depth);
+        }
+        self.object_walk(ruby, hash, true)
+    }
+
+    fn object_walk(&mut self, ruby: &Ruby, hash: RHash, protected: bool) -> Result<(), Error> {
         let depth = self.enter(ruby)?;
         self.out.push(b'{');
-        let mut first = true;
-        let string_class = ruby.class_string().as_raw();
-        hash.foreach(|key: Value, value: Value| {
-            if !first {
-                self.out.push(b',');
-            }
-            first = false;
-            if let Some(nl) = &self.cfg.object_nl {
-                self.out.extend_from_slice(nl);
-            }
-            push_indent(&mut self.out, &self.cfg.indent, depth);
-            if key.class().as_raw() == string_class {
-                self.string(ruby, RString::from_value(key).expect("a String"))?;
-            } else if let Some(sym) = Symbol::from_value(key) {
-                let name = unsafe { rb_sys::rb_sym2str(sym.as_raw()) };
-                let name = RString::from_value(unsafe { Value::from_raw(name) }).expect("a String");
-                self.string(ruby, name)?;
-            } else {
-                let s: Value = key.funcall("to_s", ())?;
-                check_type(s, ruby_value_type::RUBY_T_STRING)?;
-                self.value(ruby, s)?;
-            }
-            self.out.extend_from_slice(&self.object_delim2);
-            self.value(ruby, value)?;
-            Ok(magnus::r_hash::ForEach::Continue)
-        })?;
+        let mut walk = PairWalk {
+            gen: self,
+            ruby,
+            depth,
+            first: true,
+            result: Ok(()),
+        };
+        let raw = hash.as_raw();
+        let arg = &mut walk as *mut PairWalk as VALUE;
+        if protected {
+            protect(|| unsafe {
+                rb_sys::rb_hash_foreach(raw, Some(walk_pair), arg);
+                rb_sys::Qnil as VALUE
+            })?;
+        } else {
+            // No Ruby code runs in this walk (see `ruby_needed`), so the Hash cannot change
+            // under rb_hash_foreach and it cannot raise.
+            unsafe { rb_sys::rb_hash_foreach(raw, Some(walk_pair), arg) };
+        }
+        walk.result?;
         let depth = self.state.depth.get() - 1;
         self.state.depth.set(depth);
         if let Some(nl) = &self.cfg.object_nl {
@@ -592,6 +695,37 @@ impl Gen<'_> {
         }
         self.out.push(b'}');
         Ok(())
+    }
+
+    fn pair(
+        &mut self,
+        ruby: &Ruby,
+        key: Value,
+        value: Value,
+        depth: i64,
+        first: bool,
+    ) -> Result<(), Error> {
+        if !first {
+            self.out.push(b',');
+        }
+        if let Some(nl) = &self.cfg.object_nl {
+            self.out.extend_from_slice(nl);
+        }
+        push_indent(&mut self.out, &self.cfg.indent, depth);
+        if key.class().as_raw() == ruby.class_string().as_raw() {
+            self.string(ruby, RString::from_value(key).expect("a String"))?;
+        } else if let Some(sym) = Symbol::from_value(key) {
+            let name = unsafe { rb_sys::rb_sym2str(sym.as_raw()) };
+            let name = RString::from_value(unsafe { Value::from_raw(name) }).expect("a String");
+            self.string(ruby, name)?;
+        } else {
+            self.ruby_needed(ruby)?;
+            let s: Value = key.funcall("to_s", ())?;
+            check_type(s, ruby_value_type::RUBY_T_STRING)?;
+            self.value(ruby, s)?;
+        }
+        self.out.extend_from_slice(&self.object_delim2);
+        self.value(ruby, value)
     }
 
     fn array(&mut self, ruby: &Ruby, ary: RArray) -> Result<(), Error> {
@@ -618,6 +752,39 @@ impl Gen<'_> {
         }
         self.out.push(b']');
         Ok(())
+    }
+}
+
+/// One Hash being written: what `walk_pair` needs, and how the walk ended.
+struct PairWalk<'g, 's, 'r> {
+    gen: &'g mut Gen<'s>,
+    ruby: &'r Ruby,
+    depth: i64,
+    first: bool,
+    result: Result<(), Error>,
+}
+
+/// `rb_hash_foreach`'s callback: writes one pair, stops at the first error.
+unsafe extern "C" fn walk_pair(key: VALUE, value: VALUE, arg: VALUE) -> std::os::raw::c_int {
+    let walk = &mut *(arg as *mut PairWalk);
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let (key, value) = (Value::from_raw(key), Value::from_raw(value));
+        walk.gen.pair(walk.ruby, key, value, walk.depth, walk.first)
+    }));
+    walk.first = false;
+    let result = match outcome {
+        Ok(result) => result,
+        Err(_) => Err(Error::new(
+            walk.ruby.exception_runtime_error(),
+            "panic in the JSON generator",
+        )),
+    };
+    match result {
+        Ok(()) => rb_sys::st_retval::ST_CONTINUE as _,
+        Err(e) => {
+            walk.result = Err(e);
+            rb_sys::st_retval::ST_STOP as _
+        }
     }
 }
 
