@@ -106,6 +106,20 @@ RSpec.describe "RustyStdlib::JSON::Parser" do
       end
     end
 
+    # Ours keeps keys in a process-wide cache across parses (ext/rusty_stdlib/src/json/sink.rs).
+    it "gives keys the gem's identity across parses, GCs and symbolize_names" do
+      doc = %({"alpha":1,"beta":{"alpha":2,"k#{'x' * 70}":3}})
+      identities = [JSONParity::STDLIB, JSONParity::OURS].map do |parser|
+        a = parser.new(doc).parse
+        GC.start
+        b = parser.new(doc, symbolize_names: true).parse
+        c = parser.new(doc).parse
+        [a.keys[0].equal?(c.keys[0]), a.keys[0].equal?(a["beta"].keys[0]), a.keys[0].equal?(-"alpha"),
+         a["beta"].keys[1].equal?(c["beta"].keys[1]), JSONParity.shape(b), JSONParity.shape(c)]
+      end
+      expect(identities[1]).to eq(identities[0])
+    end
+
     it "raises the gem's EncodingError for an invalid UTF-8 name with symbolize_names" do
       expect_json_parity("{\"\xff\":1}", symbolize_names: true)
     end

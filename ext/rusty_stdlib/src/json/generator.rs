@@ -11,12 +11,12 @@
 //! the closing indentation (the gem keeps a non-NULL empty string), those given to the
 //! writers do not.
 
+use std::borrow::Cow;
 use std::cell::{Cell, RefCell};
 
 use magnus::{
     prelude::*,
     rb_sys::{protect, AsRawValue, FromRawValue},
-    scan_args::scan_args,
     typed_data::Obj,
     value::{Lazy, ReprValue},
     DataTypeFunctions, Error, ExceptionClass, Fixnum, Float, RArray, RClass, RHash, RModule,
@@ -107,6 +107,28 @@ fn binary(ruby: &Ruby, bytes: &Option<Vec<u8>>) -> RString {
     ruby.str_from_slice(bytes.as_deref().unwrap_or(b""))
 }
 
+/// The ID of `to_s` (IDs of such names are permanent), looked up once.
+fn to_s_id() -> rb_sys::ID {
+    static TO_S: std::sync::OnceLock<rb_sys::ID> = std::sync::OnceLock::new();
+    *TO_S.get_or_init(|| unsafe { rb_sys::rb_intern(c"to_s".as_ptr()) })
+}
+
+/// `rb_scan_args(argc, argv, "01", &opt)`: magnus's `scan_args` formats strings on every
+/// call, which small documents notice.
+fn optional_arg(ruby: &Ruby, args: &[Value]) -> Result<Option<Value>, Error> {
+    match args {
+        [] => Ok(None),
+        [opt] => Ok(Some(*opt)),
+        _ => Err(Error::new(
+            ruby.exception_arg_error(),
+            format!(
+                "wrong number of arguments (given {}, expected 0..1)",
+                args.len()
+            ),
+        )),
+    }
+}
+
 fn get_state(v: Value) -> Result<&'static State, Error> {
     // The State object is on the caller's stack for as long as the reference is used.
     let obj = Obj::<State>::try_convert(v)?;
@@ -116,10 +138,10 @@ fn get_state(v: Value) -> Result<&'static State, Error> {
 
 impl State {
     fn initialize(ruby: &Ruby, rb_self: Value, args: &[Value]) -> Result<Value, Error> {
-        let args = scan_args::<(), (Option<Value>,), (), (), (), ()>(args)?;
+        let opts = optional_arg(ruby, args)?;
         let state = get_state(rb_self)?;
         *state.config.borrow_mut() = Config::default();
-        if let (Some(opts),) = args.optional {
+        if let Some(opts) = opts {
             if !opts.is_nil() {
                 Self::configure(ruby, rb_self, opts)?;
             }
@@ -379,8 +401,8 @@ struct Gen<'s> {
     state_value: Value,
     state: &'s State,
     cfg: Config,
-    object_delim2: Vec<u8>,
-    array_delim: Vec<u8>,
+    object_delim2: Cow<'static, [u8]>,
+    array_delim: Cow<'static, [u8]>,
     out: Vec<u8>,
     utf8: i32,
     usascii: i32,
@@ -402,11 +424,24 @@ impl<'s> Gen<'s> {
     fn new(state_value: Value) -> Result<Gen<'s>, Error> {
         let state = get_state(state_value)?;
         let cfg = state.config.borrow().clone();
-        let mut object_delim2 = cfg.space_before.clone().unwrap_or_default();
-        object_delim2.push(b':');
-        object_delim2.extend_from_slice(cfg.space.as_deref().unwrap_or(b""));
-        let mut array_delim = vec![b','];
-        array_delim.extend_from_slice(cfg.array_nl.as_deref().unwrap_or(b""));
+        // The compact layout's delimiters need no allocation.
+        let object_delim2 = match (&cfg.space_before, &cfg.space) {
+            (None, None) => Cow::Borrowed(&b":"[..]),
+            (before, space) => {
+                let mut d = before.clone().unwrap_or_default();
+                d.push(b':');
+                d.extend_from_slice(space.as_deref().unwrap_or(b""));
+                Cow::Owned(d)
+            }
+        };
+        let array_delim = match &cfg.array_nl {
+            None => Cow::Borrowed(&b","[..]),
+            Some(nl) => {
+                let mut d = vec![b','];
+                d.extend_from_slice(nl);
+                Cow::Owned(d)
+            }
+        };
         let capacity = cfg.buffer_initial_length.clamp(1, 1 << 20) as usize;
         Ok(Gen {
             state_value,
@@ -418,8 +453,7 @@ impl<'s> Gen<'s> {
             utf8: unsafe { rb_sys::rb_utf8_encindex() },
             usascii: unsafe { rb_sys::rb_usascii_encindex() },
             float_to_s_redefined: unsafe {
-                let to_s = rb_sys::rb_intern(c"to_s".as_ptr());
-                rb_sys::rb_method_basic_definition_p(rb_sys::rb_cFloat, to_s) == 0
+                rb_sys::rb_method_basic_definition_p(rb_sys::rb_cFloat, to_s_id()) == 0
             },
             unprotected: 0,
             retry: false,
@@ -855,8 +889,7 @@ fn typed_to_json(ruby: &Ruby, kind: Kind, rb_self: Value, args: &[Value]) -> Res
     if let Some(result) = gem_to_json(ruby, module, rb_self, args)? {
         return Ok(result);
     }
-    let args = scan_args::<(), (Option<Value>,), (), (), (), ()>(args)?;
-    let opts = args.optional.0.unwrap_or_else(|| ruby.qnil().as_value());
+    let opts = optional_arg(ruby, args)?.unwrap_or_else(|| ruby.qnil().as_value());
     let class = ruby.get_inner(&STATE_CLASS);
     let state = State::from_state(ruby, class, opts)?;
     let mut gen = Gen::new(state)?;
@@ -882,9 +915,9 @@ fn object_to_json(ruby: &Ruby, rb_self: Value, args: &[Value]) -> Result<Value, 
         return Ok(result);
     }
     let string: Value = rb_self.funcall("to_s", ())?;
-    let args = scan_args::<(), (Option<Value>,), (), (), (), ()>(args)?;
+    let opts = optional_arg(ruby, args)?;
     check_type(string, ruby_value_type::RUBY_T_STRING)?;
-    let opts = args.optional.0.unwrap_or_else(|| ruby.qnil().as_value());
+    let opts = opts.unwrap_or_else(|| ruby.qnil().as_value());
     let class = ruby.get_inner(&STATE_CLASS);
     let state = State::from_state(ruby, class, opts)?;
     partial_generate(ruby, state, string).map(|s| s.as_value())

@@ -4,7 +4,7 @@
 //! the parse, with one permanent Ruby object whose `mark` function marks every active
 //! stack (see [`ActiveStacks`]), so a GC run by any allocation sees them without a Ruby
 //! object per parse. Arrays and hashes are then made in one call from the top of the
-//! stack.
+//! stack. The same object marks the process-wide [`KeyCache`] of object keys.
 
 use std::cell::UnsafeCell;
 
@@ -16,47 +16,46 @@ use rusty_core::json::{parse_float_fast, parse_int_fast, Sink};
 /// of a large document rarely evict each other.
 const KEY_CACHE_SLOTS: usize = 1024;
 
-/// A direct-mapped cache of the keys (frozen Strings, or Symbols with `symbolize_names`)
-/// made during one parse, so that a repeated key costs a hash and a compare instead of
-/// Ruby's fstring table lookup. A slot belongs to the current parse only when its
-/// `generation` is the cache's: starting a parse forgets every slot at once.
+/// Keys up to this many bytes are kept in the [`KeyCache`] (which keeps them alive, so it
+/// must not hold on to huge ones).
+const CACHED_KEY_MAX: usize = 64;
+
+/// A direct-mapped cache of object keys (interned frozen Strings, and their Symbols with
+/// `symbolize_names`), shared by every parse in the process, so that a key seen before
+/// costs a hash and a compare instead of Ruby's fstring table lookup. Its VALUEs are
+/// marked (and so pinned) by [`ActiveStacks`] at every GC: a slot never holds a dead
+/// object, and a key stays the very same fstring the gem's `rb_str_freeze` would give.
 struct KeyCache {
-    generation: u32,
-    slots: Box<[KeySlot; KEY_CACHE_SLOTS]>,
+    slots: [KeySlot; KEY_CACHE_SLOTS],
 }
 
 #[derive(Clone, Copy, Default)]
 struct KeySlot {
-    generation: u32,
     hash: u32,
-    /// The interned String whose bytes the key has (compared on a hit).
+    /// Whether `value` is the Symbol (`symbolize_names`) rather than the String.
+    symbol: bool,
+    /// The interned String whose bytes the key has (compared on a hit); 0 when empty.
     string: VALUE,
     /// What the parse pushes: `string`, or its Symbol.
     value: VALUE,
 }
 
-impl KeyCache {
-    fn new() -> KeyCache {
-        KeyCache {
-            generation: 1,
-            slots: Box::new([KeySlot::default(); KEY_CACHE_SLOTS]),
-        }
-    }
+/// The one [`KeyCache`]. Touched only with the GVL held (see [`Registry`]).
+struct GlobalKeys(UnsafeCell<Option<Box<KeyCache>>>);
 
-    /// Forgets every slot (they hold VALUEs of a finished parse, which may be dead).
-    fn forget_all(&mut self) {
-        self.generation = self.generation.wrapping_add(1);
-        if self.generation == 0 {
-            self.slots.iter_mut().for_each(|slot| slot.generation = 0);
-            self.generation = 1;
-        }
-    }
+// SAFETY: as for `Registry`: only Ruby threads holding the GVL touch it.
+unsafe impl Sync for GlobalKeys {}
 
-    fn live_slots(&self) -> impl Iterator<Item = &KeySlot> {
-        let generation = self.generation;
-        self.slots
-            .iter()
-            .filter(move |s| s.generation == generation)
+static KEYS: GlobalKeys = GlobalKeys(UnsafeCell::new(None));
+
+fn mark_keys() {
+    if let Some(cache) = unsafe { &*KEYS.0.get() } {
+        for slot in cache.slots.iter().filter(|s| s.string != 0) {
+            unsafe {
+                rb_sys::rb_gc_mark(slot.string);
+                rb_sys::rb_gc_mark(slot.value);
+            }
+        }
     }
 }
 
@@ -90,12 +89,10 @@ fn key_hash(b: &[u8]) -> u32 {
     (h ^ (h >> 32)) as u32
 }
 
-/// The GC-visible stack of values not yet placed in their container, and the key cache
-/// (marked too: a key's only other reference may be a Hash that `json_create` dropped).
+/// The GC-visible stack of values not yet placed in their container.
 #[derive(Default)]
 pub struct ValueStack {
     values: UnsafeCell<Vec<VALUE>>,
-    keys: UnsafeCell<Option<Box<KeyCache>>>,
 }
 
 impl ValueStack {
@@ -105,14 +102,6 @@ impl ValueStack {
         let values = unsafe { &*self.values.get() };
         for &v in values {
             unsafe { rb_sys::rb_gc_mark(v) };
-        }
-        if let Some(cache) = unsafe { &*self.keys.get() } {
-            for slot in cache.live_slots() {
-                unsafe {
-                    rb_sys::rb_gc_mark(slot.string);
-                    rb_sys::rb_gc_mark(slot.value);
-                }
-            }
         }
     }
 }
@@ -138,6 +127,7 @@ impl DataTypeFunctions for ActiveStacks {
         for &stack in unsafe { &*ACTIVE.0.get() } {
             unsafe { (*stack).mark() };
         }
+        mark_keys();
     }
 }
 
@@ -314,16 +304,28 @@ impl RubySink {
         }
     }
 
-    /// An object key, from the [`KeyCache`] when this parse already made it.
+    /// An object key, from the [`KeyCache`] when a parse already made it.
     #[inline(always)]
     fn key(&mut self, bytes: &[u8]) -> Result<(), Error> {
-        let keys = self.stack.keys.get();
+        if bytes.len() > CACHED_KEY_MAX {
+            let (_, value) = self.make_key(bytes)?;
+            self.push(value);
+            return Ok(());
+        }
+        let keys = KEYS.0.get();
         let hash = key_hash(bytes);
         let index = hash as usize & (KEY_CACHE_SLOTS - 1);
+        let symbol = self.flavour.symbolize_names;
         {
-            let cache = unsafe { (*keys).get_or_insert_with(|| Box::new(KeyCache::new())) };
+            let cache = unsafe {
+                (*keys).get_or_insert_with(|| {
+                    Box::new(KeyCache {
+                        slots: [KeySlot::default(); KEY_CACHE_SLOTS],
+                    })
+                })
+            };
             let slot = &cache.slots[index];
-            if slot.generation == cache.generation && slot.hash == hash {
+            if slot.string != 0 && slot.hash == hash && slot.symbol == symbol {
                 // The cached String is frozen and interned: its bytes cannot change.
                 let cached = unsafe {
                     let ptr = rb_sys::RSTRING_PTR(slot.string) as *const u8;
@@ -337,12 +339,12 @@ impl RubySink {
             }
         }
         // No reference into the cache is held here: making the key may run the GC,
-        // whose mark reads the cache.
+        // whose mark reads the cache (and a nested parse may write it).
         let (string, value) = self.make_key(bytes)?;
         if let Some(cache) = unsafe { (*keys).as_mut() } {
             cache.slots[index] = KeySlot {
-                generation: cache.generation,
                 hash,
+                symbol,
                 string,
                 value,
             };
@@ -392,10 +394,6 @@ impl Drop for RubySink {
             return;
         }
         values.clear();
-        if let Some(cache) = unsafe { &mut *stack.keys.get() } {
-            // Its VALUEs may die once this parse is over: forget them.
-            cache.forget_all();
-        }
         SPARE.with(|spare| spare.set(Some(stack)));
     }
 }
