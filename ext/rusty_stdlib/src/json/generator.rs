@@ -107,6 +107,37 @@ fn binary(ruby: &Ruby, bytes: &Option<Vec<u8>>) -> RString {
     ruby.str_from_slice(bytes.as_deref().unwrap_or(b""))
 }
 
+/// A String's flags word (the `RBasic` header every heap object starts with).
+#[inline(always)]
+fn string_flags(s: VALUE) -> VALUE {
+    // SAFETY: `s` is a live String (a heap object).
+    unsafe { (*(s as *const rb_sys::RBasic)).flags }
+}
+
+/// `rb_enc_get_index` for a String: the index kept in its flags, unless too large to fit.
+#[inline(always)]
+fn encoding_index(s: VALUE) -> i32 {
+    use rb_sys::ruby_encoding_consts::*;
+    let inline = (string_flags(s) & RUBY_ENCODING_MASK as VALUE) >> RUBY_ENCODING_SHIFT as u32;
+    if inline == RUBY_ENCODING_INLINE_MAX as VALUE {
+        unsafe { rb_sys::rb_enc_get_index(s) }
+    } else {
+        inline as i32
+    }
+}
+
+/// `rb_enc_str_coderange`: the code range cached in a String's flags, computed (and then
+/// cached by Ruby) when unknown.
+#[inline(always)]
+fn coderange(s: VALUE) -> u32 {
+    let cached = string_flags(s) & ruby_coderange_type::RUBY_ENC_CODERANGE_MASK as VALUE;
+    if cached != 0 {
+        cached as u32
+    } else {
+        unsafe { rb_sys::rb_enc_str_coderange(s) as u32 }
+    }
+}
+
 /// The ID of `to_s` (IDs of such names are permanent), looked up once.
 fn to_s_id() -> rb_sys::ID {
     static TO_S: std::sync::OnceLock<rb_sys::ID> = std::sync::OnceLock::new();
@@ -613,7 +644,7 @@ impl Gen<'_> {
 
     fn string(&mut self, ruby: &Ruby, s: RString) -> Result<(), Error> {
         let mut s = s;
-        let index = unsafe { rb_sys::rb_enc_get_index(s.as_raw()) };
+        let index = encoding_index(s.as_raw());
         if index != self.utf8 && index != self.usascii {
             self.ruby_needed(ruby)?;
             let raw = s.as_raw();
@@ -627,11 +658,11 @@ impl Gen<'_> {
         // Ruby's code range (computed once, then cached in the String) settles what the
         // gem's per-character UTF-8 checks would find: ASCII, or well-formed UTF-8 (Ruby's
         // UTF-8 is as strict as `isLegalUTF8`). Only a broken string is checked here.
-        let coderange = unsafe { rb_sys::rb_enc_str_coderange(s.as_raw()) } as u32;
+        let coderange = coderange(s.as_raw());
         let known_good = coderange == ruby_coderange_type::RUBY_ENC_CODERANGE_7BIT as u32
             || (coderange == ruby_coderange_type::RUBY_ENC_CODERANGE_VALID as u32
                 && !self.cfg.ascii_only
-                && unsafe { rb_sys::rb_enc_get_index(s.as_raw()) } == self.utf8);
+                && encoding_index(s.as_raw()) == self.utf8);
         if known_good {
             core::escape_valid_utf8(bytes, self.cfg.escape_slash, &mut self.out);
         } else if let Err(e) = core::escape_string(
