@@ -199,6 +199,40 @@ fn needs_escape_in(block: u64, slash: bool) -> bool {
     (quote | backslash | control | slash) != 0
 }
 
+/// `out.extend_from_slice(b)` without a call to `memcpy` for the short pieces (keys,
+/// numbers, delimiters) that make up most of a document.
+#[inline(always)]
+pub fn push_bytes(out: &mut Vec<u8>, b: &[u8]) {
+    let n = b.len();
+    if n > 16 {
+        out.extend_from_slice(b);
+        return;
+    }
+    out.reserve(n);
+    // SAFETY: `n` bytes are reserved after `len`; every read is inside `b` (the 8- and
+    // 4-byte moves overlap in the middle instead of reading past either end).
+    unsafe {
+        let dst = out.as_mut_ptr().add(out.len());
+        let src = b.as_ptr();
+        if n >= 8 {
+            let lo = (src as *const u64).read_unaligned();
+            let hi = (src.add(n - 8) as *const u64).read_unaligned();
+            (dst as *mut u64).write_unaligned(lo);
+            (dst.add(n - 8) as *mut u64).write_unaligned(hi);
+        } else if n >= 4 {
+            let lo = (src as *const u32).read_unaligned();
+            let hi = (src.add(n - 4) as *const u32).read_unaligned();
+            (dst as *mut u32).write_unaligned(lo);
+            (dst.add(n - 4) as *mut u32).write_unaligned(hi);
+        } else {
+            for i in 0..n {
+                *dst.add(i) = *src.add(i);
+            }
+        }
+        out.set_len(out.len() + n);
+    }
+}
+
 /// The first byte at or after `from` that needs an escape (a control character, `"`,
 /// `\\`, or with `slash` a `/`), or `s.len()`.
 #[inline(always)]
@@ -255,7 +289,7 @@ pub fn escape_valid_utf8(s: &[u8], escape_slash: bool, out: &mut Vec<u8>) {
     let mut start = 0;
     loop {
         let i = find_escape(s, start, escape_slash);
-        out.extend_from_slice(&s[start..i]);
+        push_bytes(out, &s[start..i]);
         let Some(&c) = s.get(i) else { break };
         if c == b'/' {
             out.extend_from_slice(b"\\/");
@@ -298,7 +332,7 @@ pub fn write_i64(n: i64, out: &mut Vec<u8>) {
         pos -= 1;
         buf[pos] = b'-';
     }
-    out.extend_from_slice(&buf[pos..]);
+    push_bytes(out, &buf[pos..]);
 }
 
 /// Appends a finite `f` exactly as Ruby's `Float#to_s` writes it: the shortest digits that
@@ -585,6 +619,19 @@ mod tests {
             0.1,
         ] {
             check(f);
+        }
+    }
+
+    #[test]
+    fn push_bytes_appends_every_length() {
+        let source: Vec<u8> = (0..40u8).collect();
+        for start in 0..3 {
+            for n in 0..=34 {
+                let mut out = b"head".to_vec();
+                push_bytes(&mut out, &source[start..start + n]);
+                assert_eq!(&out[..4], b"head");
+                assert_eq!(&out[4..], &source[start..start + n]);
+            }
         }
     }
 

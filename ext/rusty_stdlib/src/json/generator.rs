@@ -789,7 +789,7 @@ impl Gen<'_> {
             check_type(s, ruby_value_type::RUBY_T_STRING)?;
             self.value(ruby, s)?;
         }
-        self.out.extend_from_slice(&self.object_delim2);
+        core::push_bytes(&mut self.out, &self.object_delim2);
         self.value(ruby, value)
     }
 
@@ -799,13 +799,15 @@ impl Gen<'_> {
         if let Some(nl) = &self.cfg.array_nl {
             self.out.extend_from_slice(nl);
         }
+        let raw = ary.as_raw();
         let mut i = 0;
-        while i < ary.len() {
+        // Length and element are read afresh each time: a #to_json may change the Array.
+        while i < unsafe { rb_sys::RARRAY_LEN(raw) } {
             if i > 0 {
-                self.out.extend_from_slice(&self.array_delim);
+                core::push_bytes(&mut self.out, &self.array_delim);
             }
             push_indent(&mut self.out, &self.cfg.indent, depth);
-            let v: Value = ary.entry(i as isize)?;
+            let v = unsafe { Value::from_raw(*rb_sys::RARRAY_CONST_PTR(raw).add(i as usize)) };
             self.value(ruby, v)?;
             i += 1;
         }
