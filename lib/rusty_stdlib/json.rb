@@ -72,7 +72,26 @@ module RustyStdlib
         return if generator_unsupported_reason
 
         ::JSON.generator = generator
+        ::JSON.singleton_class.prepend(PlainGenerate)
         @generator_installed = true
+      end
+    end
+  end
+end
+
+module RustyStdlib
+  module JSON
+    # `JSON.generate(obj)` with no options is `State.new.generate(obj)` in the gem; while
+    # our State is JSON::State, Generator.try_generate writes it without making the
+    # State, and gives nil (nothing done) where the State is needed after all: user
+    # code, an error. Everything else goes the gem's way.
+    module PlainGenerate
+      def generate(obj, opts = nil)
+        if opts.nil? && ::JSON::State.equal?(Generator::State)
+          result = Generator.try_generate(obj)
+          return result if result
+        end
+        super
       end
     end
   end

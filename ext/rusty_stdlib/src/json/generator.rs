@@ -454,6 +454,11 @@ impl<'s> Gen<'s> {
     /// `cState_prepare_buffer`.
     fn new(state_value: Value) -> Result<Gen<'s>, Error> {
         let state = get_state(state_value)?;
+        Ok(Gen::with_state(state_value, state))
+    }
+
+    /// A generation with `state`'s layout; `state_value` is what a `#to_json` is given.
+    fn with_state(state_value: Value, state: &'s State) -> Gen<'s> {
         let cfg = state.config.borrow().clone();
         // The compact layout's delimiters need no allocation.
         let object_delim2 = match (&cfg.space_before, &cfg.space) {
@@ -474,7 +479,7 @@ impl<'s> Gen<'s> {
             }
         };
         let capacity = cfg.buffer_initial_length.clamp(1, 1 << 20) as usize;
-        Ok(Gen {
+        Gen {
             state_value,
             state,
             cfg,
@@ -489,7 +494,7 @@ impl<'s> Gen<'s> {
             unprotected: 0,
             retry: false,
             unprotected_ok: true,
-        })
+        }
     }
 
     /// `fbuffer_to_s`: a UTF-8 String of the output.
@@ -531,6 +536,21 @@ impl Drop for Gen<'_> {
                 });
             });
         }
+    }
+}
+
+/// `JSON.generate(obj)` without options, as `State.new.generate(obj)` but with no State
+/// object: the generation runs as in an unprotected Hash walk (see [`Gen::ruby_needed`]),
+/// so it stops, with nothing observable done, where user code or an error would need the
+/// State; nil then tells the shim to take the gem's way (`State.new.generate(obj)`).
+fn try_generate(ruby: &Ruby, obj: Value) -> Result<Value, Error> {
+    let scratch = State::default();
+    let mut gen = Gen::with_state(ruby.qnil().as_value(), &scratch);
+    gen.unprotected = 1;
+    match gen.value(ruby, obj) {
+        Ok(()) => Ok(gen.finish(ruby).as_value()),
+        Err(_) if gen.retry => Ok(ruby.qnil().as_value()),
+        Err(e) => Err(e),
     }
 }
 
@@ -957,8 +977,9 @@ fn object_to_json(ruby: &Ruby, rb_self: Value, args: &[Value]) -> Result<Value, 
 }
 
 pub fn init(ruby: &Ruby, json: RModule) -> Result<(), Error> {
-    use magnus::method;
+    use magnus::{function, method};
     let generator = json.define_module("Generator")?;
+    generator.define_singleton_method("try_generate", function!(try_generate, 1))?;
     let state = generator.define_class("State", ruby.class_object())?;
     state.define_alloc_func::<State>();
     state.define_singleton_method("from_state", method!(State::from_state, 1))?;
