@@ -69,6 +69,7 @@ module RustyStdlib
 
       def install!
         ::JSON.parser = Parser
+        ::JSON.singleton_class.prepend(PlainParse)
         return if generator_unsupported_reason
 
         ::JSON.generator = generator
@@ -81,6 +82,19 @@ end
 
 module RustyStdlib
   module JSON
+    # `JSON.parse(source)` with no options is `Parser.new(source).parse` in the gem; while
+    # our Parser is JSON::Parser, Parser.try_parse does the same without making the
+    # Parser object, and gives nil (nothing done) for a source that is not a String.
+    module PlainParse
+      def parse(source, opts = nil)
+        if opts.nil? && ::JSON::Parser.equal?(Parser)
+          result = Parser.try_parse(source)
+          return result unless result.nil? && !source.is_a?(::String)
+        end
+        super
+      end
+    end
+
     # `JSON.generate(obj)` with no options is `State.new.generate(obj)` in the gem; while
     # our State is JSON::State, Generator.try_generate writes it without making the
     # State, and gives nil (nothing done) where the State is needed after all: user

@@ -46,6 +46,8 @@ RSpec.describe "RustyStdlib::JSON::Parser" do
     VALID.each do |source|
       it "parses #{source[0, 60].inspect} like the gem" do
         expect_json_parity(source)
+        expect_json_parity(source, via: :parse_plain)
+        expect_json_parity(source.b, via: :parse_plain)
         expect_json_parity(source.b)
         expect_json_parity(source, freeze: true)
         expect_json_parity(source, symbolize_names: true)
@@ -58,6 +60,7 @@ RSpec.describe "RustyStdlib::JSON::Parser" do
     INVALID.each do |source|
       it "rejects #{source.inspect} with the gem's error" do
         expect_json_parity(source)
+        expect_json_parity(source, via: :parse_plain)
         expect_json_parity(source.b)
         expect_json_parity(source, allow_nan: true)
         expect_json_parity(source, symbolize_names: true, freeze: true)
