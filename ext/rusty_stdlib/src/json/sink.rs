@@ -168,6 +168,35 @@ thread_local! {
     static SPARE: std::cell::Cell<Option<Box<ValueStack>>> = const { std::cell::Cell::new(None) };
 }
 
+/// Hashes of more pairs than this get a table of their size up front.
+const SMALL_HASH_MAX: usize = 8;
+
+/// An empty Hash ready for `pairs` pairs. Above [`SMALL_HASH_MAX`] pairs Ruby keeps an st
+/// table, which `rb_hash_new` + `rb_hash_bulk_insert` would make at the default size and
+/// then grow; Ruby 3.1 exports `rb_hash_new_with_size` and 3.2+ `rb_hash_new_capa`
+/// for making it at the right size, looked up once by name (neither is in every Ruby).
+fn new_hash(pairs: usize) -> VALUE {
+    type NewWithSize = unsafe extern "C" fn(std::os::raw::c_long) -> VALUE;
+    static SIZED: std::sync::OnceLock<Option<NewWithSize>> = std::sync::OnceLock::new();
+    if pairs > SMALL_HASH_MAX {
+        let sized = SIZED.get_or_init(|| {
+            [c"rb_hash_new_capa", c"rb_hash_new_with_size"]
+                .iter()
+                .find_map(|name| {
+                    let f = unsafe { libc::dlsym(libc::RTLD_DEFAULT, name.as_ptr()) };
+                    // SAFETY: both have the signature `VALUE (long)`.
+                    (!f.is_null()).then(|| unsafe {
+                        std::mem::transmute::<*mut libc::c_void, NewWithSize>(f)
+                    })
+                })
+        });
+        if let Some(new_with_size) = sized {
+            return unsafe { new_with_size(pairs as _) };
+        }
+    }
+    unsafe { rb_sys::rb_hash_new() }
+}
+
 const fn fixnum(v: i64) -> VALUE {
     ((v << 1) | 1) as VALUE
 }
@@ -494,7 +523,7 @@ impl Sink for RubySink {
     fn object(&mut self, pairs: usize) -> Result<(), Error> {
         let values = self.values();
         let start = unsafe { (*values).len() } - 2 * pairs;
-        let hash = unsafe { rb_sys::rb_hash_new() };
+        let hash = new_hash(pairs);
         if pairs > 0 {
             // Keys are frozen Strings or Symbols: hashing them runs no Ruby code. Later
             // duplicates overwrite earlier ones in place, as `Hash#[]=` does.
