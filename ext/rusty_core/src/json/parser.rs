@@ -84,11 +84,30 @@ fn begin_value(b: u8) -> bool {
 fn skip_ignore(src: &[u8], mut p: usize) -> Result<usize, usize> {
     loop {
         match src.get(p) {
-            Some(b' ' | b'\t' | b'\r' | b'\n') => p += 1,
+            Some(b' ' | b'\t' | b'\r' | b'\n') => {
+                p += 1;
+                p = skip_spaces(src, p);
+            }
             Some(b'/') => p = skip_comment(src, p)?,
             _ => return Ok(p),
         }
     }
+}
+
+/// Skips a run of spaces eight bytes at a time: pretty-printed documents (indentation)
+/// are mostly that.
+#[inline(always)]
+fn skip_spaces(src: &[u8], mut p: usize) -> usize {
+    const SPACES: u64 = 0x2020_2020_2020_2020;
+    while p + 8 <= src.len() {
+        let word = u64::from_le_bytes(src[p..p + 8].try_into().unwrap()) ^ SPACES;
+        if word != 0 {
+            // The first byte that is not a space (little-endian: the lowest one).
+            return p + (word.trailing_zeros() / 8) as usize;
+        }
+        p += 8;
+    }
+    p
 }
 
 #[cold]
