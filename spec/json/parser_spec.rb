@@ -47,7 +47,7 @@ RSpec.describe "RustyStdlib::JSON::Parser" do
       it "parses #{source[0, 60].inspect} like the gem" do
         expect_json_parity(source)
         expect_json_parity(source, via: :parse_plain)
-        expect_json_parity(source.b, via: :parse_plain)
+        expect_json_parity(source.b, via: :parse_plain) unless Parity::GC_STRESS
         expect_json_parity(source.b)
         expect_json_parity(source, freeze: true)
         expect_json_parity(source, symbolize_names: true)
@@ -60,7 +60,8 @@ RSpec.describe "RustyStdlib::JSON::Parser" do
     INVALID.each do |source|
       it "rejects #{source.inspect} with the gem's error" do
         expect_json_parity(source)
-        expect_json_parity(source, via: :parse_plain)
+        # Under GC stress the valid documents cover this entry point's own code.
+        expect_json_parity(source, via: :parse_plain) unless Parity::GC_STRESS
         expect_json_parity(source.b)
         expect_json_parity(source, allow_nan: true)
         expect_json_parity(source, symbolize_names: true, freeze: true)
