@@ -17,6 +17,10 @@ module RustyStdlib
   # Calls with create_additions, object_class, array_class or decimal_class are handed
   # to the gem's parser (see ext/rusty_stdlib/src/json). The gem's parser stays
   # reachable as RustyStdlib::JSON.stdlib_parser.
+  #
+  # The option-less JSON.parse(source) and JSON.generate(obj), the commonest calls, skip
+  # making a Parser or State object (PlainParse, PlainGenerate below), and otherwise run
+  # the gem's own JSON.parse / JSON.generate.
   module JSON
     # json gem versions whose parser spec/json proves we match (Ruby 3.1 ships 2.6.1).
     PROVEN_VERSIONS = %w[2.6.1].freeze
