@@ -88,12 +88,13 @@ module RustyStdlib
   module JSON
     # `JSON.parse(source)` with no options is `Parser.new(source).parse` in the gem; while
     # our Parser is JSON::Parser, Parser.try_parse does the same without making the
-    # Parser object, and gives nil (nothing done) for a source that is not a String.
+    # Parser object, and gives Parser itself (nothing done) where the gem's way must run:
+    # a source that is not a String, a warning to print.
     module PlainParse
       def parse(source, opts = nil)
         if opts.nil? && ::JSON::Parser.equal?(Parser)
           result = Parser.try_parse(source)
-          return result unless result.nil? && !source.is_a?(::String)
+          return result unless result.equal?(Parser)
         end
         super
       end

@@ -158,6 +158,11 @@ pub struct RubySink {
     additions: Option<(VALUE, VALUE)>,
     /// NUL-terminated copies of numbers for Ruby's converters.
     cstr: Vec<u8>,
+    /// Set for `JSON.parse(source)` run without the gem's Ruby frames (see
+    /// `parser::try_parse`): where Ruby would print a warning, whose text names the
+    /// calling frame, the parse stops and `gave_up` is set, for the gem's way to redo it.
+    pub plain: bool,
+    pub gave_up: bool,
 }
 
 /// Value stack buffers up to this many entries are kept for the next parse.
@@ -195,6 +200,10 @@ fn new_hash(pairs: usize) -> VALUE {
         }
     }
     unsafe { rb_sys::rb_hash_new() }
+}
+
+fn truthy(v: VALUE) -> bool {
+    v != rb_sys::Qnil as VALUE && v != rb_sys::Qfalse as VALUE
 }
 
 const fn fixnum(v: i64) -> VALUE {
@@ -235,6 +244,8 @@ impl RubySink {
             utf8: unsafe { rb_sys::rb_utf8_encoding() },
             additions,
             cstr: Vec::new(),
+            plain: false,
+            gave_up: false,
         })
     }
 
@@ -479,6 +490,12 @@ impl Sink for RubySink {
             None => {
                 // Out of range, or too many digits to be sure: Ruby's strtod decides, and
                 // warns "Float 1e400 out of range" under -w just as the gem does.
+                if self.plain && unsafe { truthy(*rb_sys::rb_ruby_verbose_ptr()) } {
+                    self.gave_up = true;
+                    let ruby = unsafe { Ruby::get_unchecked() };
+                    // Never raised: the caller sees `gave_up` (this makes no Ruby object).
+                    return Err(Error::new(ruby.exception_runtime_error(), "gave up"));
+                }
                 self.guard_source();
                 let cstr = self.with_cstr(text) as usize;
                 let mut out = 0f64;
