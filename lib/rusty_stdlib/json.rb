@@ -17,6 +17,10 @@ module RustyStdlib
   # Calls with create_additions, object_class, array_class or decimal_class are handed
   # to the gem's parser (see ext/rusty_stdlib/src/json). The gem's parser stays
   # reachable as RustyStdlib::JSON.stdlib_parser.
+  #
+  # The option-less JSON.parse(source) and JSON.generate(obj), the commonest calls, skip
+  # making a Parser or State object (PlainParse, PlainGenerate below), and otherwise run
+  # the gem's own JSON.parse / JSON.generate.
   module JSON
     # json gem versions whose parser spec/json proves we match (Ruby 3.1 ships 2.6.1).
     PROVEN_VERSIONS = %w[2.6.1].freeze
@@ -69,10 +73,44 @@ module RustyStdlib
 
       def install!
         ::JSON.parser = Parser
+        ::JSON.singleton_class.prepend(PlainParse)
         return if generator_unsupported_reason
 
         ::JSON.generator = generator
+        ::JSON.singleton_class.prepend(PlainGenerate)
         @generator_installed = true
+      end
+    end
+  end
+end
+
+module RustyStdlib
+  module JSON
+    # `JSON.parse(source)` with no options is `Parser.new(source).parse` in the gem; while
+    # our Parser is JSON::Parser, Parser.try_parse does the same without making the
+    # Parser object, and gives Parser itself (nothing done) where the gem's way must run:
+    # a source that is not a String, a warning to print.
+    module PlainParse
+      def parse(source, opts = nil)
+        if opts.nil? && ::JSON::Parser.equal?(Parser)
+          result = Parser.try_parse(source)
+          return result unless result.equal?(Parser)
+        end
+        super
+      end
+    end
+
+    # `JSON.generate(obj)` with no options is `State.new.generate(obj)` in the gem; while
+    # our State is JSON::State, Generator.try_generate writes it without making the
+    # State, and gives nil (nothing done) where the State is needed after all: user
+    # code, an error. Everything else goes the gem's way.
+    module PlainGenerate
+      def generate(obj, opts = nil)
+        if opts.nil? && ::JSON::State.equal?(Generator::State)
+          result = Generator.try_generate(obj)
+          return result if result
+        end
+        super
       end
     end
   end

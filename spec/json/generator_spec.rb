@@ -69,6 +69,20 @@ module GenSpecTypes
       "key!"
     end
   end
+
+  # Changes the Hash being generated from inside the walk: deleting a key is allowed
+  # during iteration, adding one raises.
+  class HashChanger
+    def initialize(hash, add)
+      @hash = hash
+      @add = add
+    end
+
+    def to_json(*)
+      @add ? @hash["added"] = 1 : @hash.delete("later")
+      '"changed"'
+    end
+  end
 end
 
 RSpec.describe "RustyStdlib::JSON::Generator" do
@@ -162,6 +176,22 @@ RSpec.describe "RustyStdlib::JSON::Generator" do
         JSON.fast_generate(a)
       rescue SystemStackError => e
         [e.class, e.message]
+      end
+    end
+
+    # Ours writes Hashes of core values without protect and writes the outermost one
+    # again when user code turns up inside it (ext/rusty_stdlib/src/json/generator.rs).
+    it "writes Hashes again, protected, when user code turns up deep inside" do
+      late = { "a" => 1, "b" => { "c" => [{ "d" => "x" * 40 }, { "e" => T::StateReader.new }] }, "f" => 2 }
+      expect_all_entry_points([{ "first" => { "k" => 1 } }, late, { "after" => { "k" => T::WithToS.new } }])
+      expect_all_entry_points({ "x" => { "y" => { "z" => [1, Float::NAN] } } }, { allow_nan: true })
+      [false, true].each do |add|
+        expect_gen_parity do |_g|
+          hash = { "before" => 1 }
+          hash["changer"] = { "in" => T::HashChanger.new(hash, add) }
+          hash["later"] = 2
+          JSON.generate({ "outer" => hash })
+        end
       end
     end
 

@@ -117,6 +117,8 @@ module JSONParity
     case via
     when :new then parser.new(source, **opts).parse
     when :parse then with_parser(parser) { JSON.parse(source, opts) }
+    # Ours parses JSON.parse(source) without a Parser object (lib/rusty_stdlib/json.rb).
+    when :parse_plain then with_parser(parser) { JSON.parse(source) }
     when :parse! then with_parser(parser) { JSON.parse!(source, opts) }
     when :load then with_parser(parser) { JSON.load(source, nil, opts) }
     when :brackets then with_parser(parser) { JSON[source, opts] }

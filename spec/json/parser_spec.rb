@@ -46,6 +46,8 @@ RSpec.describe "RustyStdlib::JSON::Parser" do
     VALID.each do |source|
       it "parses #{source[0, 60].inspect} like the gem" do
         expect_json_parity(source)
+        expect_json_parity(source, via: :parse_plain)
+        expect_json_parity(source.b, via: :parse_plain) unless Parity::GC_STRESS
         expect_json_parity(source.b)
         expect_json_parity(source, freeze: true)
         expect_json_parity(source, symbolize_names: true)
@@ -58,6 +60,8 @@ RSpec.describe "RustyStdlib::JSON::Parser" do
     INVALID.each do |source|
       it "rejects #{source.inspect} with the gem's error" do
         expect_json_parity(source)
+        # Under GC stress the valid documents cover this entry point's own code.
+        expect_json_parity(source, via: :parse_plain) unless Parity::GC_STRESS
         expect_json_parity(source.b)
         expect_json_parity(source, allow_nan: true)
         expect_json_parity(source, symbolize_names: true, freeze: true)
@@ -104,6 +108,20 @@ RSpec.describe "RustyStdlib::JSON::Parser" do
         expect_json_parity(src, freeze: flag)
         expect_json_parity(src, freeze: flag, symbolize_names: flag)
       end
+    end
+
+    # Ours keeps keys in a process-wide cache across parses (ext/rusty_stdlib/src/json/sink.rs).
+    it "gives keys the gem's identity across parses, GCs and symbolize_names" do
+      doc = %({"alpha":1,"beta":{"alpha":2,"k#{'x' * 70}":3}})
+      identities = [JSONParity::STDLIB, JSONParity::OURS].map do |parser|
+        a = parser.new(doc).parse
+        GC.start
+        b = parser.new(doc, symbolize_names: true).parse
+        c = parser.new(doc).parse
+        [a.keys[0].equal?(c.keys[0]), a.keys[0].equal?(a["beta"].keys[0]), a.keys[0].equal?(-"alpha"),
+         a["beta"].keys[1].equal?(c["beta"].keys[1]), JSONParity.shape(b), JSONParity.shape(c)]
+      end
+      expect(identities[1]).to eq(identities[0])
     end
 
     it "raises the gem's EncodingError for an invalid UTF-8 name with symbolize_names" do

@@ -2,8 +2,6 @@
 //! escaping (plain and `ascii_only`, with its UTF-8 checks and messages), integers, and
 //! floats in exactly `Float#to_s`'s text.
 
-use std::io::Write as _;
-
 /// Why a string could not be written (json 2.6.1's `GeneratorError` messages).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum EscapeError {
@@ -114,6 +112,22 @@ pub fn escape_string(
     escape_slash: bool,
     out: &mut Vec<u8>,
 ) -> Result<(), EscapeError> {
+    if !ascii_only && std::str::from_utf8(s).is_ok() {
+        // Well-formed UTF-8 is exactly what the gem's per-character `isLegalUTF8` checks
+        // accept, so only the ASCII escapes are left to find.
+        escape_valid_utf8(s, escape_slash, out);
+        return Ok(());
+    }
+    escape_checked(s, ascii_only, escape_slash, out)
+}
+
+/// The gem's `convert_UTF8_to_JSON(_ASCII)` character by character, with its UTF-8 checks.
+fn escape_checked(
+    s: &[u8],
+    ascii_only: bool,
+    escape_slash: bool,
+    out: &mut Vec<u8>,
+) -> Result<(), EscapeError> {
     out.reserve(s.len());
     let mut start = 0;
     let mut i = 0;
@@ -167,24 +181,158 @@ pub fn escape_string(
     Ok(())
 }
 
+const ONES: u64 = 0x0101_0101_0101_0101;
+const HIGHS: u64 = 0x8080_8080_8080_8080;
+
+/// Whether any byte of `block` is a control character, `"`, `\\` or (with `slash`) `/`.
+#[inline(always)]
+fn needs_escape_in(block: u64, slash: bool) -> bool {
+    let has_zero = |v: u64| v.wrapping_sub(ONES) & !v & HIGHS;
+    let quote = has_zero(block ^ (ONES * b'"' as u64));
+    let backslash = has_zero(block ^ (ONES * b'\\' as u64));
+    let control = block.wrapping_sub(ONES * 0x20) & !block & HIGHS;
+    let slash = if slash {
+        has_zero(block ^ (ONES * b'/' as u64))
+    } else {
+        0
+    };
+    (quote | backslash | control | slash) != 0
+}
+
+/// `out.extend_from_slice(b)` without a call to `memcpy` for the short pieces (keys,
+/// numbers, delimiters) that make up most of a document.
+#[inline(always)]
+pub fn push_bytes(out: &mut Vec<u8>, b: &[u8]) {
+    let n = b.len();
+    if n > 16 {
+        out.extend_from_slice(b);
+        return;
+    }
+    out.reserve(n);
+    // SAFETY: `n` bytes are reserved after `len`; every read is inside `b` (the 8- and
+    // 4-byte moves overlap in the middle instead of reading past either end).
+    unsafe {
+        let dst = out.as_mut_ptr().add(out.len());
+        let src = b.as_ptr();
+        if n >= 8 {
+            let lo = (src as *const u64).read_unaligned();
+            let hi = (src.add(n - 8) as *const u64).read_unaligned();
+            (dst as *mut u64).write_unaligned(lo);
+            (dst.add(n - 8) as *mut u64).write_unaligned(hi);
+        } else if n >= 4 {
+            let lo = (src as *const u32).read_unaligned();
+            let hi = (src.add(n - 4) as *const u32).read_unaligned();
+            (dst as *mut u32).write_unaligned(lo);
+            (dst.add(n - 4) as *mut u32).write_unaligned(hi);
+        } else {
+            for i in 0..n {
+                *dst.add(i) = *src.add(i);
+            }
+        }
+        out.set_len(out.len() + n);
+    }
+}
+
+/// The first byte at or after `from` that needs an escape (a control character, `"`,
+/// `\\`, or with `slash` a `/`), or `s.len()`.
+#[inline(always)]
+fn find_escape(s: &[u8], from: usize, slash: bool) -> usize {
+    let mut i = from;
+    #[cfg(target_arch = "x86_64")]
+    {
+        // SSE2 is part of x86_64: sixteen bytes at a time.
+        use std::arch::x86_64::*;
+        // SAFETY: every load reads 16 bytes inside `s`.
+        unsafe {
+            let quote = _mm_set1_epi8(b'"' as i8);
+            let backslash = _mm_set1_epi8(b'\\' as i8);
+            // Without `slash`, the third comparison repeats the quote's.
+            let third = _mm_set1_epi8(if slash { b'/' } else { b'"' } as i8);
+            let control_max = _mm_set1_epi8(0x1f);
+            while i + 16 <= s.len() {
+                let x = _mm_loadu_si128(s.as_ptr().add(i) as *const __m128i);
+                let control = _mm_cmpeq_epi8(_mm_min_epu8(x, control_max), x);
+                let hits = _mm_or_si128(
+                    _mm_or_si128(_mm_cmpeq_epi8(x, quote), _mm_cmpeq_epi8(x, backslash)),
+                    _mm_or_si128(_mm_cmpeq_epi8(x, third), control),
+                );
+                let mask = _mm_movemask_epi8(hits);
+                if mask != 0 {
+                    return i + mask.trailing_zeros() as usize;
+                }
+                i += 16;
+            }
+        }
+    }
+    while i + 8 <= s.len() {
+        let block = u64::from_le_bytes(s[i..i + 8].try_into().unwrap());
+        if needs_escape_in(block, slash) {
+            break;
+        }
+        i += 8;
+    }
+    while i < s.len() {
+        match CLASS[s[i] as usize] {
+            1 => return i,
+            2 if slash => return i,
+            _ => i += 1,
+        }
+    }
+    i
+}
+
+/// [`escape_string`] for a string the caller knows to be well-formed UTF-8 (without
+/// `ascii_only`) or plain ASCII (with or without it): copies the runs between escapes
+/// whole.
+pub fn escape_valid_utf8(s: &[u8], escape_slash: bool, out: &mut Vec<u8>) {
+    out.reserve(s.len() + 2);
+    let mut start = 0;
+    loop {
+        let i = find_escape(s, start, escape_slash);
+        push_bytes(out, &s[start..i]);
+        let Some(&c) = s.get(i) else { break };
+        if c == b'/' {
+            out.extend_from_slice(b"\\/");
+        } else {
+            push_ascii_escape(out, c);
+        }
+        start = i + 1;
+    }
+}
+
+/// "00" to "99", for writing two digits at a time.
+const DIGIT_PAIRS: &[u8; 200] = b"\
+0001020304050607080910111213141516171819\
+2021222324252627282930313233343536373839\
+4041424344454647484950515253545556575859\
+6061626364656667686970717273747576777879\
+8081828384858687888990919293949596979899";
+
 /// Appends `n` in decimal.
+#[inline]
 pub fn write_i64(n: i64, out: &mut Vec<u8>) {
     let mut buf = [0u8; 20];
     let mut pos = buf.len();
-    let neg = n < 0;
     let mut v = n.unsigned_abs();
-    loop {
+    while v >= 100 {
+        let pair = (v % 100) as usize * 2;
+        v /= 100;
+        pos -= 2;
+        buf[pos..pos + 2].copy_from_slice(&DIGIT_PAIRS[pair..pair + 2]);
+    }
+    if v >= 10 {
+        let pair = v as usize * 2;
+        pos -= 2;
+        buf[pos..pos + 2].copy_from_slice(&DIGIT_PAIRS[pair..pair + 2]);
+    } else {
         pos -= 1;
-        buf[pos] = b'0' + (v % 10) as u8;
-        v /= 10;
-        if v == 0 {
-            break;
-        }
+        buf[pos] = b'0' + v as u8;
     }
-    if neg {
-        out.push(b'-');
+    if n < 0 {
+        pos -= 1;
+        buf[pos] = b'-';
     }
-    out.extend_from_slice(&buf[pos..]);
+    push_bytes(out, &buf[pos..]);
 }
 
 /// Appends a finite `f` exactly as Ruby's `Float#to_s` writes it: the shortest digits that
@@ -200,28 +348,8 @@ pub fn write_f64(f: f64, out: &mut Vec<u8>) {
         out.extend_from_slice(if f < 0.0 { b"-Infinity" } else { b"Infinity" });
         return;
     }
-    // `{:e}` is the shortest round-trip representation: "1.2345e-5", "-0e0".
-    let mut buf = [0u8; 40];
-    let len = {
-        let mut cursor = std::io::Cursor::new(&mut buf[..]);
-        let _ = write!(cursor, "{:e}", f);
-        cursor.position() as usize
-    };
-    let text = &buf[..len];
-    let (negative, text) = match text.split_first() {
-        Some((b'-', rest)) => (true, rest),
-        _ => (false, text),
-    };
-    let e_at = text.iter().position(|&b| b == b'e').unwrap_or(text.len());
-    let (mantissa, exp_text) = (&text[..e_at], &text[(e_at + 1).min(text.len())..]);
     let mut digits = [0u8; 24];
-    let mut ndigits = 0;
-    for &b in mantissa {
-        if b != b'.' {
-            digits[ndigits] = b;
-            ndigits += 1;
-        }
-    }
+    let (negative, ndigits, decpt) = shortest_digits(f, &mut digits);
     if let Some(even) = tie_to_even(f, &digits[..ndigits]) {
         let mut v = even;
         for slot in digits[..ndigits].iter_mut().rev() {
@@ -230,19 +358,7 @@ pub fn write_f64(f: f64, out: &mut Vec<u8>) {
         }
     }
     let digits = &digits[..ndigits];
-    let mut exp: i32 = 0;
-    let (exp_neg, exp_digits) = match exp_text.split_first() {
-        Some((b'-', rest)) => (true, rest),
-        _ => (false, exp_text),
-    };
-    for &b in exp_digits {
-        exp = exp * 10 + (b - b'0') as i32;
-    }
-    if exp_neg {
-        exp = -exp;
-    }
-    // Ruby's decpt: value = 0.DIGITS * 10^decpt.
-    let decpt = exp + 1;
+
     if negative {
         out.push(b'-');
     }
@@ -280,6 +396,67 @@ pub fn write_f64(f: f64, out: &mut Vec<u8>) {
         }
         write_i64(a as i64, out);
     }
+}
+
+/// The shortest digits that round-trip to finite `f` (Ryu), as Ruby's dtoa mode 0 gives
+/// them: `(negative, number of digits, decpt)` with `f = ±0.DIGITS × 10^decpt`, no
+/// leading or trailing zero digits (zero is the single digit `0` with decpt 1).
+#[inline]
+fn shortest_digits(f: f64, digits: &mut [u8; 24]) -> (bool, usize, i32) {
+    let mut buffer = ryu::Buffer::new();
+    digits_of_text(buffer.format_finite(f).as_bytes(), digits)
+}
+
+/// Reads any plain or scientific rendering of a finite number ("-0.0001", "1.5e-7",
+/// "123.0", "1e16") into [`shortest_digits`]'s form.
+fn digits_of_text(text: &[u8], digits: &mut [u8; 24]) -> (bool, usize, i32) {
+    let (negative, text) = match text.split_first() {
+        Some((b'-', rest)) => (true, rest),
+        _ => (false, text),
+    };
+    let e_at = text.iter().position(|&b| b == b'e' || b == b'E');
+    let (mantissa, exp10) = match e_at {
+        Some(at) => {
+            let (neg, exp_digits) = match text[at + 1..].split_first() {
+                Some((b'-', rest)) => (true, rest),
+                Some((b'+', rest)) => (false, rest),
+                _ => (false, &text[at + 1..]),
+            };
+            let e = exp_digits
+                .iter()
+                .fold(0i32, |acc, &b| acc * 10 + (b - b'0') as i32);
+            (&text[..at], if neg { -e } else { e })
+        }
+        None => (text, 0),
+    };
+    let point = mantissa
+        .iter()
+        .position(|&b| b == b'.')
+        .unwrap_or(mantissa.len()) as i32;
+    let mut n = 0;
+    let mut leading_zeros = 0i32;
+    for &b in mantissa {
+        if b == b'.' {
+            continue;
+        }
+        if n == 0 && b == b'0' {
+            // Each leading zero moves the first significant digit one place right.
+            leading_zeros += 1;
+            continue;
+        }
+        if n < digits.len() {
+            digits[n] = b;
+            n += 1;
+        }
+    }
+    while n > 0 && digits[n - 1] == b'0' {
+        n -= 1;
+    }
+    if n == 0 {
+        digits[0] = b'0';
+        return (negative, 1, 1);
+    }
+    (negative, n, point - leading_zeros + exp10)
 }
 
 /// Ruby's dtoa breaks a tie between two shortest candidates towards the even one; Rust's
@@ -348,6 +525,125 @@ mod tests {
     fn esc(s: &[u8], ascii: bool, slash: bool) -> Result<String, EscapeError> {
         let mut v = Vec::new();
         escape_string(s, ascii, slash, &mut v).map(|()| String::from_utf8(v).unwrap())
+    }
+
+    /// A tiny xorshift generator, so the tests need no crate.
+    fn next(seed: &mut u64) -> u64 {
+        *seed ^= *seed << 13;
+        *seed ^= *seed >> 7;
+        *seed ^= *seed << 17;
+        *seed
+    }
+
+    #[test]
+    fn fast_escape_matches_the_checked_one() {
+        let pieces: [&str; 12] = [
+            "a",
+            "plain text ",
+            "\"",
+            "\\",
+            "/",
+            "\n",
+            "\u{1}",
+            "\u{1f}",
+            "é",
+            "東京",
+            "\u{1F600}",
+            "\u{7f}",
+        ];
+        let mut seed = 0x2545_F491_4F6C_DD1Du64;
+        for _ in 0..5000 {
+            let n = next(&mut seed) % 24;
+            let s: String = (0..n)
+                .map(|_| pieces[(next(&mut seed) % pieces.len() as u64) as usize])
+                .collect();
+            for slash in [false, true] {
+                let mut fast = Vec::new();
+                escape_valid_utf8(s.as_bytes(), slash, &mut fast);
+                let mut checked = Vec::new();
+                escape_checked(s.as_bytes(), false, slash, &mut checked).unwrap();
+                assert_eq!(fast, checked, "{s:?}");
+            }
+        }
+    }
+
+    /// The digits as Rust's own shortest formatting gives them (Grisu with a Dragon4
+    /// fallback), the implementation this module used before Ryu: an independent oracle.
+    fn reference_digits(f: f64) -> (bool, Vec<u8>, i32) {
+        let mut digits = [0u8; 24];
+        let (neg, n, decpt) = digits_of_text(format!("{f:e}").as_bytes(), &mut digits);
+        (neg, digits[..n].to_vec(), decpt)
+    }
+
+    #[test]
+    fn ryu_digits_match_rusts_shortest_formatting() {
+        let mut seed = 0x9E37_79B9_7F4A_7C15u64;
+        let check = |f: f64| {
+            if !f.is_finite() {
+                return;
+            }
+            // Both after the tie-break to even that Ruby's dtoa makes.
+            let even = |digits: &[u8]| match tie_to_even(f, digits) {
+                Some(v) => format!("{v:0width$}", width = digits.len()).into_bytes(),
+                None => digits.to_vec(),
+            };
+            let mut digits = [0u8; 24];
+            let (neg, n, decpt) = shortest_digits(f, &mut digits);
+            let (rneg, rdigits, rdecpt) = reference_digits(f);
+            assert_eq!(
+                (neg, even(&digits[..n]), decpt),
+                (rneg, even(&rdigits), rdecpt),
+                "{f:e}"
+            );
+        };
+        for _ in 0..200_000 {
+            check(f64::from_bits(next(&mut seed)));
+        }
+        for _ in 0..100_000 {
+            // Short decimals, like most documents' numbers.
+            let v =
+                (next(&mut seed) % 10_000_000) as f64 / 10f64.powi((next(&mut seed) % 12) as i32);
+            check(v);
+            check(-v * 1e3);
+        }
+        for f in [
+            0.0,
+            -0.0,
+            5e-324,
+            f64::MIN_POSITIVE,
+            f64::MAX,
+            1e15,
+            1e16,
+            1e-5,
+            1e-4,
+            0.1,
+        ] {
+            check(f);
+        }
+    }
+
+    #[test]
+    fn push_bytes_appends_every_length() {
+        let source: Vec<u8> = (0..40u8).collect();
+        for start in 0..3 {
+            for n in 0..=34 {
+                let mut out = b"head".to_vec();
+                push_bytes(&mut out, &source[start..start + n]);
+                assert_eq!(&out[..4], b"head");
+                assert_eq!(&out[4..], &source[start..start + n]);
+            }
+        }
+    }
+
+    #[test]
+    fn integers_as_to_s_writes_them() {
+        let mut seed = 0x2545_F491_4F6C_DD1Du64;
+        for i in 0..100_000 {
+            let n = (next(&mut seed) as i64) >> (i % 64);
+            let mut out = Vec::new();
+            write_i64(n, &mut out);
+            assert_eq!(out, n.to_string().as_bytes());
+        }
     }
 
     // The ties are written exactly (x.25, x.625): their shortest text is what is tested.

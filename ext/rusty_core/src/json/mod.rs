@@ -21,7 +21,9 @@ mod number;
 mod parser;
 mod string;
 
-pub use generate::{escape_string, write_f64, write_i64, EscapeError};
+pub use generate::{
+    escape_string, escape_valid_utf8, push_bytes, write_f64, write_i64, EscapeError,
+};
 pub use number::{parse_float_fast, parse_int_fast};
 pub use parser::{parse, Options, ParseError, Sink};
 pub use string::{scan_string, unescape, StringScan, UnescapeError};

@@ -110,30 +110,34 @@ pub fn parse_int_fast(text: &[u8]) -> Option<i64> {
 /// (the binding then asks Ruby, which also prints its "out of range" warnings).
 #[inline]
 pub fn parse_float_fast(text: &[u8]) -> Option<f64> {
-    let mantissa_digits = text
-        .iter()
-        .take_while(|&&b| b != b'e' && b != b'E')
-        .filter(|b| b.is_ascii_digit())
-        .count();
+    // One pass: the mantissa's digits (before any exponent), whether one is nonzero,
+    // and that the text is ASCII (the number machines only accept ASCII).
+    let mut mantissa_digits = 0;
+    let mut nonzero_mantissa = false;
+    let mut in_exponent = false;
+    for &b in text {
+        match b {
+            b'0'..=b'9' if !in_exponent => {
+                mantissa_digits += 1;
+                nonzero_mantissa |= b != b'0';
+            }
+            b'e' | b'E' => in_exponent = true,
+            0x80..=0xff => return None,
+            _ => {}
+        }
+    }
     if mantissa_digits > 17 {
         return None;
     }
-    // The machines only accept ASCII, so this cannot fail.
-    let s = std::str::from_utf8(text).ok()?;
+    // SAFETY: every byte is ASCII (checked above), so this is valid UTF-8.
+    let s = unsafe { std::str::from_utf8_unchecked(text) };
     let value: f64 = s.parse().ok()?;
     if !value.is_finite() || (value != 0.0 && value.abs() < f64::MIN_POSITIVE) {
         return None;
     }
-    if value == 0.0 && text.iter().any(|&b| (b'1'..=b'9').contains(&b)) {
-        // Underflow to zero; only the mantissa's digits count, but "0e5" style inputs
-        // with a nonzero exponent are still an exact zero.
-        let nonzero_mantissa = text
-            .iter()
-            .take_while(|&&b| b != b'e' && b != b'E')
-            .any(|&b| (b'1'..=b'9').contains(&b));
-        if nonzero_mantissa {
-            return None;
-        }
+    if value == 0.0 && nonzero_mantissa {
+        // Underflow to zero ("1e-400"); "0e5" style inputs are still an exact zero.
+        return None;
     }
     Some(value)
 }

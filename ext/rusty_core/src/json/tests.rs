@@ -217,3 +217,22 @@ fn excerpt_stops_at_nul() {
     assert_eq!(excerpt(b"ab", Some(2)), b"");
     assert_eq!(excerpt(b"ab", None), b"");
 }
+
+/// Whitespace runs of every length and mix (the 8- and 16-byte skips) read like one space,
+/// and a run ending at a bad byte or a comment still fails or reads where it should.
+#[test]
+fn whitespace_runs_of_any_length() {
+    let kinds = [" ", "\t", "\n", "\r", " \t", "\r\n"];
+    for len in 0..40 {
+        for (k, kind) in kinds.iter().enumerate() {
+            let ws: String = kind.repeat(len + k).chars().take(len).collect();
+            let doc = format!("{ws}{{{ws}\"a\"{ws}:{ws}[{ws}1{ws},{ws}2{ws}]{ws}}}{ws}");
+            assert_eq!(run(&doc, false), run("{\"a\":[1,2]}", false), "{doc:?}");
+            let commented = format!("[{ws}/* c */{ws}1{ws}]");
+            assert_eq!(run(&commented, false), run("[1]", false), "{commented:?}");
+            let bad = format!("[1,{ws}x]");
+            let expected = Err("451: unexpected token at 'x]'".to_string());
+            assert_eq!(run(&bad, false), expected, "{bad:?}");
+        }
+    }
+}

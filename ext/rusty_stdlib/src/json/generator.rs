@@ -11,18 +11,18 @@
 //! the closing indentation (the gem keeps a non-NULL empty string), those given to the
 //! writers do not.
 
+use std::borrow::Cow;
 use std::cell::{Cell, RefCell};
 
 use magnus::{
     prelude::*,
     rb_sys::{protect, AsRawValue, FromRawValue},
-    scan_args::scan_args,
     typed_data::Obj,
     value::{Lazy, ReprValue},
     DataTypeFunctions, Error, ExceptionClass, Fixnum, Float, RArray, RClass, RHash, RModule,
     RString, Ruby, Symbol, TypedData, Value,
 };
-use rb_sys::{ruby_value_type, VALUE};
+use rb_sys::{ruby_coderange_type, ruby_value_type, VALUE};
 use rusty_core::json as core;
 
 /// The layout strings; `None` is the gem's NULL pointer.
@@ -107,6 +107,59 @@ fn binary(ruby: &Ruby, bytes: &Option<Vec<u8>>) -> RString {
     ruby.str_from_slice(bytes.as_deref().unwrap_or(b""))
 }
 
+/// A String's flags word (the `RBasic` header every heap object starts with).
+#[inline(always)]
+fn string_flags(s: VALUE) -> VALUE {
+    // SAFETY: `s` is a live String (a heap object).
+    unsafe { (*(s as *const rb_sys::RBasic)).flags }
+}
+
+/// `rb_enc_get_index` for a String: the index kept in its flags, unless too large to fit.
+#[inline(always)]
+fn encoding_index(s: VALUE) -> i32 {
+    use rb_sys::ruby_encoding_consts::*;
+    let inline = (string_flags(s) & RUBY_ENCODING_MASK as VALUE) >> RUBY_ENCODING_SHIFT as u32;
+    if inline == RUBY_ENCODING_INLINE_MAX as VALUE {
+        unsafe { rb_sys::rb_enc_get_index(s) }
+    } else {
+        inline as i32
+    }
+}
+
+/// `rb_enc_str_coderange`: the code range cached in a String's flags, computed (and then
+/// cached by Ruby) when unknown.
+#[inline(always)]
+fn coderange(s: VALUE) -> u32 {
+    let cached = string_flags(s) & ruby_coderange_type::RUBY_ENC_CODERANGE_MASK as VALUE;
+    if cached != 0 {
+        cached as u32
+    } else {
+        unsafe { rb_sys::rb_enc_str_coderange(s) as u32 }
+    }
+}
+
+/// The ID of `to_s` (IDs of such names are permanent), looked up once.
+fn to_s_id() -> rb_sys::ID {
+    static TO_S: std::sync::OnceLock<rb_sys::ID> = std::sync::OnceLock::new();
+    *TO_S.get_or_init(|| unsafe { rb_sys::rb_intern(c"to_s".as_ptr()) })
+}
+
+/// `rb_scan_args(argc, argv, "01", &opt)`: magnus's `scan_args` formats strings on every
+/// call, which small documents notice.
+fn optional_arg(ruby: &Ruby, args: &[Value]) -> Result<Option<Value>, Error> {
+    match args {
+        [] => Ok(None),
+        [opt] => Ok(Some(*opt)),
+        _ => Err(Error::new(
+            ruby.exception_arg_error(),
+            format!(
+                "wrong number of arguments (given {}, expected 0..1)",
+                args.len()
+            ),
+        )),
+    }
+}
+
 fn get_state(v: Value) -> Result<&'static State, Error> {
     // The State object is on the caller's stack for as long as the reference is used.
     let obj = Obj::<State>::try_convert(v)?;
@@ -116,10 +169,10 @@ fn get_state(v: Value) -> Result<&'static State, Error> {
 
 impl State {
     fn initialize(ruby: &Ruby, rb_self: Value, args: &[Value]) -> Result<Value, Error> {
-        let args = scan_args::<(), (Option<Value>,), (), (), (), ()>(args)?;
+        let opts = optional_arg(ruby, args)?;
         let state = get_state(rb_self)?;
         *state.config.borrow_mut() = Config::default();
-        if let (Some(opts),) = args.optional {
+        if let Some(opts) = opts {
             if !opts.is_nil() {
                 Self::configure(ruby, rb_self, opts)?;
             }
@@ -379,48 +432,125 @@ struct Gen<'s> {
     state_value: Value,
     state: &'s State,
     cfg: Config,
-    object_delim2: Vec<u8>,
-    array_delim: Vec<u8>,
+    object_delim2: Cow<'static, [u8]>,
+    array_delim: Cow<'static, [u8]>,
     out: Vec<u8>,
     utf8: i32,
     usascii: i32,
     /// Whether `Float#to_s` was redefined: the gem calls it for every Float, we write the
     /// same text ourselves unless someone changed what it says.
     float_to_s_redefined: bool,
+    /// How many Hashes are being walked without `protect` around `rb_hash_foreach` (see
+    /// [`Gen::object`]); while above 0, no Ruby code may run and no error is made.
+    unprotected: u32,
+    /// Set when an unprotected walk met something that needs Ruby (user code, an
+    /// exception): the outermost unprotected Hash is then written again, protected.
+    retry: bool,
+    /// Cleared after the first retry: from then on every Hash is walked protected.
+    unprotected_ok: bool,
 }
 
 impl<'s> Gen<'s> {
     /// `cState_prepare_buffer`.
     fn new(state_value: Value) -> Result<Gen<'s>, Error> {
         let state = get_state(state_value)?;
+        Ok(Gen::with_state(state_value, state))
+    }
+
+    /// A generation with `state`'s layout; `state_value` is what a `#to_json` is given.
+    fn with_state(state_value: Value, state: &'s State) -> Gen<'s> {
         let cfg = state.config.borrow().clone();
-        let mut object_delim2 = cfg.space_before.clone().unwrap_or_default();
-        object_delim2.push(b':');
-        object_delim2.extend_from_slice(cfg.space.as_deref().unwrap_or(b""));
-        let mut array_delim = vec![b','];
-        array_delim.extend_from_slice(cfg.array_nl.as_deref().unwrap_or(b""));
+        // The compact layout's delimiters need no allocation.
+        let object_delim2 = match (&cfg.space_before, &cfg.space) {
+            (None, None) => Cow::Borrowed(&b":"[..]),
+            (before, space) => {
+                let mut d = before.clone().unwrap_or_default();
+                d.push(b':');
+                d.extend_from_slice(space.as_deref().unwrap_or(b""));
+                Cow::Owned(d)
+            }
+        };
+        let array_delim = match &cfg.array_nl {
+            None => Cow::Borrowed(&b","[..]),
+            Some(nl) => {
+                let mut d = vec![b','];
+                d.extend_from_slice(nl);
+                Cow::Owned(d)
+            }
+        };
         let capacity = cfg.buffer_initial_length.clamp(1, 1 << 20) as usize;
-        Ok(Gen {
+        Gen {
             state_value,
             state,
             cfg,
             object_delim2,
             array_delim,
-            out: Vec::with_capacity(capacity),
+            out: spare_buffer(capacity),
             utf8: unsafe { rb_sys::rb_utf8_encindex() },
             usascii: unsafe { rb_sys::rb_usascii_encindex() },
             float_to_s_redefined: unsafe {
-                let to_s = rb_sys::rb_intern(c"to_s".as_ptr());
-                rb_sys::rb_method_basic_definition_p(rb_sys::rb_cFloat, to_s) == 0
+                rb_sys::rb_method_basic_definition_p(rb_sys::rb_cFloat, to_s_id()) == 0
             },
-        })
+            unprotected: 0,
+            retry: false,
+            unprotected_ok: true,
+        }
     }
 
     /// `fbuffer_to_s`: a UTF-8 String of the output.
-    fn finish(self, ruby: &Ruby) -> RString {
-        let result = ruby.str_from_slice(&self.out);
-        unsafe { rb_sys::rb_enc_associate_index(result.as_raw(), self.utf8) };
-        result
+    fn finish(self, _ruby: &Ruby) -> RString {
+        let out = &self.out;
+        let raw = unsafe { rb_sys::rb_utf8_str_new(out.as_ptr() as *const _, out.len() as _) };
+        RString::from_value(unsafe { Value::from_raw(raw) }).expect("a String")
+    }
+}
+
+/// Output buffers up to this size are kept for the next generation on the thread.
+const SPARE_BUFFER_MAX: usize = 8 << 20;
+
+thread_local! {
+    /// The output buffer of the last finished generation on this thread: reusing it saves
+    /// growing (and page-faulting) a fresh one each time. A generation nested in a
+    /// `#to_json` finds it taken and makes its own.
+    static SPARE_BUFFER: Cell<Vec<u8>> = const { Cell::new(Vec::new()) };
+}
+
+fn spare_buffer(capacity: usize) -> Vec<u8> {
+    let mut out = SPARE_BUFFER.with(Cell::take);
+    out.clear();
+    out.reserve(capacity);
+    out
+}
+
+impl Drop for Gen<'_> {
+    fn drop(&mut self) {
+        if self.out.capacity() <= SPARE_BUFFER_MAX {
+            let out = std::mem::take(&mut self.out);
+            SPARE_BUFFER.with(|spare| {
+                // Keep the larger of the two buffers.
+                let other = spare.take();
+                spare.set(if other.capacity() > out.capacity() {
+                    other
+                } else {
+                    out
+                });
+            });
+        }
+    }
+}
+
+/// `JSON.generate(obj)` without options, as `State.new.generate(obj)` but with no State
+/// object: the generation runs as in an unprotected Hash walk (see [`Gen::ruby_needed`]),
+/// so it stops, with nothing observable done, where user code or an error would need the
+/// State; nil then tells the shim to take the gem's way (`State.new.generate(obj)`).
+fn try_generate(ruby: &Ruby, obj: Value) -> Result<Value, Error> {
+    let scratch = State::default();
+    let mut gen = Gen::with_state(ruby.qnil().as_value(), &scratch);
+    gen.unprotected = 1;
+    match gen.value(ruby, obj) {
+        Ok(()) => Ok(gen.finish(ruby).as_value()),
+        Err(_) if gen.retry => Ok(ruby.qnil().as_value()),
+        Err(e) => Err(e),
     }
 }
 
@@ -439,6 +569,21 @@ fn push_indent(out: &mut Vec<u8>, indent: &Option<Vec<u8>>, depth: i64) {
 }
 
 impl Gen<'_> {
+    /// Called before anything that may run Ruby code or make an exception: inside an
+    /// unprotected Hash walk it asks for the walk to be done again under `protect`.
+    #[inline(always)]
+    fn ruby_needed(&mut self, ruby: &Ruby) -> Result<(), Error> {
+        if self.unprotected == 0 {
+            return Ok(());
+        }
+        self.retry = true;
+        // Never raised: the retrying walk drops it (this makes no Ruby object).
+        Err(Error::new(
+            ruby.exception_runtime_error(),
+            "retry protected",
+        ))
+    }
+
     fn value(&mut self, ruby: &Ruby, obj: Value) -> Result<(), Error> {
         // Immediates first (their classes are fixed, so the order of the gem's tests does
         // not matter), then heap objects by exact class.
@@ -463,27 +608,34 @@ impl Gen<'_> {
             self.array(ruby, RArray::from_value(obj).expect("an Array"))
         } else if klass == ruby.class_string().as_raw() {
             self.string(ruby, RString::from_value(obj).expect("a String"))
+        } else if klass == ruby.class_float().as_raw() {
+            self.float(ruby, obj)
         } else if unsafe { rb_sys::RB_TYPE_P(obj.as_raw(), ruby_value_type::RUBY_T_BIGNUM) } {
+            self.ruby_needed(ruby)?;
             let s: RString = obj.funcall("to_s", ())?;
             self.out.extend_from_slice(unsafe { s.as_slice() });
             Ok(())
-        } else if klass == ruby.class_float().as_raw() {
-            self.float(ruby, obj)
-        } else if obj.respond_to("to_json", false)? {
-            let s: Value = obj.funcall("to_json", (self.state_value,))?;
-            check_type(s, ruby_value_type::RUBY_T_STRING)?;
-            let s = RString::from_value(s).expect("checked");
-            self.out.extend_from_slice(unsafe { s.as_slice() });
-            Ok(())
         } else {
-            let s: Value = obj.funcall("to_s", ())?;
-            check_type(s, ruby_value_type::RUBY_T_STRING)?;
-            self.string(ruby, RString::from_value(s).expect("checked"))
+            self.ruby_needed(ruby)?;
+            if obj.respond_to("to_json", false)? {
+                let s: Value = obj.funcall("to_json", (self.state_value,))?;
+                check_type(s, ruby_value_type::RUBY_T_STRING)?;
+                let s = RString::from_value(s).expect("checked");
+                self.out.extend_from_slice(unsafe { s.as_slice() });
+                Ok(())
+            } else {
+                let s: Value = obj.funcall("to_s", ())?;
+                check_type(s, ruby_value_type::RUBY_T_STRING)?;
+                self.string(ruby, RString::from_value(s).expect("checked"))
+            }
         }
     }
 
     fn float(&mut self, ruby: &Ruby, obj: Value) -> Result<(), Error> {
         let f = Float::from_value(obj).expect("a Float").to_f64();
+        if self.float_to_s_redefined || (!f.is_finite() && !self.cfg.allow_nan) {
+            self.ruby_needed(ruby)?;
+        }
         let redefined: Option<RString> = if self.float_to_s_redefined {
             Some(obj.funcall("to_s", ())?)
         } else {
@@ -512,8 +664,9 @@ impl Gen<'_> {
 
     fn string(&mut self, ruby: &Ruby, s: RString) -> Result<(), Error> {
         let mut s = s;
-        let index = unsafe { rb_sys::rb_enc_get_index(s.as_raw()) };
+        let index = encoding_index(s.as_raw());
         if index != self.utf8 && index != self.usascii {
+            self.ruby_needed(ruby)?;
             let raw = s.as_raw();
             let converted = protect(|| unsafe {
                 rb_sys::rb_str_export_to_enc(raw, rb_sys::rb_utf8_encoding())
@@ -522,12 +675,23 @@ impl Gen<'_> {
         }
         self.out.push(b'"');
         let bytes = unsafe { s.as_slice() };
-        if let Err(e) = core::escape_string(
+        // Ruby's code range (computed once, then cached in the String) settles what the
+        // gem's per-character UTF-8 checks would find: ASCII, or well-formed UTF-8 (Ruby's
+        // UTF-8 is as strict as `isLegalUTF8`). Only a broken string is checked here.
+        let coderange = coderange(s.as_raw());
+        let known_good = coderange == ruby_coderange_type::RUBY_ENC_CODERANGE_7BIT as u32
+            || (coderange == ruby_coderange_type::RUBY_ENC_CODERANGE_VALID as u32
+                && !self.cfg.ascii_only
+                && encoding_index(s.as_raw()) == self.utf8);
+        if known_good {
+            core::escape_valid_utf8(bytes, self.cfg.escape_slash, &mut self.out);
+        } else if let Err(e) = core::escape_string(
             bytes,
             self.cfg.ascii_only,
             self.cfg.escape_slash,
             &mut self.out,
         ) {
+            self.ruby_needed(ruby)?;
             return Err(Error::new(json_error(ruby, "GeneratorError")?, e.message()));
         }
         self.out.push(b'"');
@@ -542,12 +706,14 @@ impl Gen<'_> {
         let max = self.cfg.max_nesting;
         if max != 0 && depth > max {
             self.state.depth.set(depth - 1);
+            self.ruby_needed(ruby)?;
             return Err(Error::new(
                 json_error(ruby, "NestingError")?,
                 format!("nesting of {} is too deep", depth - 1),
             ));
         }
         if depth > 256 && unsafe { rb_sys::ruby_stack_check() } != 0 {
+            self.ruby_needed(ruby)?;
             let class = unsafe { Value::from_raw(rb_sys::rb_eSysStackError) };
             let class = ExceptionClass::from_value(class).expect("an exception class");
             return Err(Error::new(class, "stack level too deep"));
@@ -555,35 +721,57 @@ impl Gen<'_> {
         Ok(depth)
     }
 
+    /// A Hash. `rb_hash_foreach` raises if user code run from the walk changed the
+    /// Hash, so it must run under `protect` whenever user code may run. Most documents
+    /// hold only core values, so the walk is first tried without `protect` (one
+    /// `setjmp` less per Hash) and running no Ruby code at all; at the first value that
+    /// would need Ruby, the outermost such Hash is written again from its start, and
+    /// everything after that is protected.
     fn object(&mut self, ruby: &Ruby, hash: RHash) -> Result<(), Error> {
+        if self.unprotected > 0 {
+            return self.object_walk(ruby, hash, false);
+        }
+        if self.unprotected_ok {
+            let mark = self.out.len();
+            let depth = self.state.depth.get();
+            self.unprotected += 1;
+            let result = self.object_walk(ruby, hash, false);
+            self.unprotected -= 1;
+            if !self.retry {
+                return result;
+            }
+            // Nothing observable happened: no Ruby code ran and no error was made.
+            self.retry = false;
+            self.unprotected_ok = false;
+            self.out.truncate(mark);
+            self.state.depth.set(depth);
+        }
+        self.object_walk(ruby, hash, true)
+    }
+
+    fn object_walk(&mut self, ruby: &Ruby, hash: RHash, protected: bool) -> Result<(), Error> {
         let depth = self.enter(ruby)?;
         self.out.push(b'{');
-        let mut first = true;
-        let string_class = ruby.class_string().as_raw();
-        hash.foreach(|key: Value, value: Value| {
-            if !first {
-                self.out.push(b',');
-            }
-            first = false;
-            if let Some(nl) = &self.cfg.object_nl {
-                self.out.extend_from_slice(nl);
-            }
-            push_indent(&mut self.out, &self.cfg.indent, depth);
-            if key.class().as_raw() == string_class {
-                self.string(ruby, RString::from_value(key).expect("a String"))?;
-            } else if let Some(sym) = Symbol::from_value(key) {
-                let name = unsafe { rb_sys::rb_sym2str(sym.as_raw()) };
-                let name = RString::from_value(unsafe { Value::from_raw(name) }).expect("a String");
-                self.string(ruby, name)?;
-            } else {
-                let s: Value = key.funcall("to_s", ())?;
-                check_type(s, ruby_value_type::RUBY_T_STRING)?;
-                self.value(ruby, s)?;
-            }
-            self.out.extend_from_slice(&self.object_delim2);
-            self.value(ruby, value)?;
-            Ok(magnus::r_hash::ForEach::Continue)
-        })?;
+        let mut walk = PairWalk {
+            gen: self,
+            ruby,
+            depth,
+            first: true,
+            result: Ok(()),
+        };
+        let raw = hash.as_raw();
+        let arg = &mut walk as *mut PairWalk as VALUE;
+        if protected {
+            protect(|| unsafe {
+                rb_sys::rb_hash_foreach(raw, Some(walk_pair), arg);
+                rb_sys::Qnil as VALUE
+            })?;
+        } else {
+            // No Ruby code runs in this walk (see `ruby_needed`), so the Hash cannot change
+            // under rb_hash_foreach and it cannot raise.
+            unsafe { rb_sys::rb_hash_foreach(raw, Some(walk_pair), arg) };
+        }
+        walk.result?;
         let depth = self.state.depth.get() - 1;
         self.state.depth.set(depth);
         if let Some(nl) = &self.cfg.object_nl {
@@ -594,19 +782,52 @@ impl Gen<'_> {
         Ok(())
     }
 
+    fn pair(
+        &mut self,
+        ruby: &Ruby,
+        key: Value,
+        value: Value,
+        depth: i64,
+        first: bool,
+    ) -> Result<(), Error> {
+        if !first {
+            self.out.push(b',');
+        }
+        if let Some(nl) = &self.cfg.object_nl {
+            self.out.extend_from_slice(nl);
+        }
+        push_indent(&mut self.out, &self.cfg.indent, depth);
+        if key.class().as_raw() == ruby.class_string().as_raw() {
+            self.string(ruby, RString::from_value(key).expect("a String"))?;
+        } else if let Some(sym) = Symbol::from_value(key) {
+            let name = unsafe { rb_sys::rb_sym2str(sym.as_raw()) };
+            let name = RString::from_value(unsafe { Value::from_raw(name) }).expect("a String");
+            self.string(ruby, name)?;
+        } else {
+            self.ruby_needed(ruby)?;
+            let s: Value = key.funcall("to_s", ())?;
+            check_type(s, ruby_value_type::RUBY_T_STRING)?;
+            self.value(ruby, s)?;
+        }
+        core::push_bytes(&mut self.out, &self.object_delim2);
+        self.value(ruby, value)
+    }
+
     fn array(&mut self, ruby: &Ruby, ary: RArray) -> Result<(), Error> {
         let depth = self.enter(ruby)?;
         self.out.push(b'[');
         if let Some(nl) = &self.cfg.array_nl {
             self.out.extend_from_slice(nl);
         }
+        let raw = ary.as_raw();
         let mut i = 0;
-        while i < ary.len() {
+        // Length and element are read afresh each time: a #to_json may change the Array.
+        while i < unsafe { rb_sys::RARRAY_LEN(raw) } {
             if i > 0 {
-                self.out.extend_from_slice(&self.array_delim);
+                core::push_bytes(&mut self.out, &self.array_delim);
             }
             push_indent(&mut self.out, &self.cfg.indent, depth);
-            let v: Value = ary.entry(i as isize)?;
+            let v = unsafe { Value::from_raw(*rb_sys::RARRAY_CONST_PTR(raw).add(i as usize)) };
             self.value(ruby, v)?;
             i += 1;
         }
@@ -618,6 +839,39 @@ impl Gen<'_> {
         }
         self.out.push(b']');
         Ok(())
+    }
+}
+
+/// One Hash being written: what `walk_pair` needs, and how the walk ended.
+struct PairWalk<'g, 's, 'r> {
+    gen: &'g mut Gen<'s>,
+    ruby: &'r Ruby,
+    depth: i64,
+    first: bool,
+    result: Result<(), Error>,
+}
+
+/// `rb_hash_foreach`'s callback: writes one pair, stops at the first error.
+unsafe extern "C" fn walk_pair(key: VALUE, value: VALUE, arg: VALUE) -> std::os::raw::c_int {
+    let walk = &mut *(arg as *mut PairWalk);
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let (key, value) = (Value::from_raw(key), Value::from_raw(value));
+        walk.gen.pair(walk.ruby, key, value, walk.depth, walk.first)
+    }));
+    walk.first = false;
+    let result = match outcome {
+        Ok(result) => result,
+        Err(_) => Err(Error::new(
+            walk.ruby.exception_runtime_error(),
+            "panic in the JSON generator",
+        )),
+    };
+    match result {
+        Ok(()) => rb_sys::st_retval::ST_CONTINUE as _,
+        Err(e) => {
+            walk.result = Err(e);
+            rb_sys::st_retval::ST_STOP as _
+        }
     }
 }
 
@@ -688,8 +942,7 @@ fn typed_to_json(ruby: &Ruby, kind: Kind, rb_self: Value, args: &[Value]) -> Res
     if let Some(result) = gem_to_json(ruby, module, rb_self, args)? {
         return Ok(result);
     }
-    let args = scan_args::<(), (Option<Value>,), (), (), (), ()>(args)?;
-    let opts = args.optional.0.unwrap_or_else(|| ruby.qnil().as_value());
+    let opts = optional_arg(ruby, args)?.unwrap_or_else(|| ruby.qnil().as_value());
     let class = ruby.get_inner(&STATE_CLASS);
     let state = State::from_state(ruby, class, opts)?;
     let mut gen = Gen::new(state)?;
@@ -715,17 +968,18 @@ fn object_to_json(ruby: &Ruby, rb_self: Value, args: &[Value]) -> Result<Value, 
         return Ok(result);
     }
     let string: Value = rb_self.funcall("to_s", ())?;
-    let args = scan_args::<(), (Option<Value>,), (), (), (), ()>(args)?;
+    let opts = optional_arg(ruby, args)?;
     check_type(string, ruby_value_type::RUBY_T_STRING)?;
-    let opts = args.optional.0.unwrap_or_else(|| ruby.qnil().as_value());
+    let opts = opts.unwrap_or_else(|| ruby.qnil().as_value());
     let class = ruby.get_inner(&STATE_CLASS);
     let state = State::from_state(ruby, class, opts)?;
     partial_generate(ruby, state, string).map(|s| s.as_value())
 }
 
 pub fn init(ruby: &Ruby, json: RModule) -> Result<(), Error> {
-    use magnus::method;
+    use magnus::{function, method};
     let generator = json.define_module("Generator")?;
+    generator.define_singleton_method("try_generate", function!(try_generate, 1))?;
     let state = generator.define_class("State", ruby.class_object())?;
     state.define_alloc_func::<State>();
     state.define_singleton_method("from_state", method!(State::from_state, 1))?;

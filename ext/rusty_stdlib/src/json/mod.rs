@@ -23,6 +23,7 @@ pub fn init(ruby: &Ruby, root: RModule) -> Result<(), Error> {
     class.define_method("initialize", method!(ParserObject::initialize, -1))?;
     class.define_method("parse", method!(ParserObject::parse, 0))?;
     class.define_method("source", method!(ParserObject::source, 0))?;
+    class.define_singleton_method("try_parse", method!(parser::try_parse, 1))?;
     let stacks = module.define_class("ValueStacks", ruby.class_object())?;
     stacks.undef_default_alloc_func();
     sink::init(ruby);

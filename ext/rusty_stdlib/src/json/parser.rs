@@ -233,26 +233,56 @@ impl ParserObject {
         };
         let source = RString::from_value(unsafe { Value::from_raw(source) })
             .ok_or_else(|| uninitialized(ruby))?;
-        // Nothing can change the string while we read it: no Ruby code runs during the
-        // walk except where the sink first locks the string (see RubySink::guard_source).
-        let bytes: &[u8] = unsafe { source.as_slice() };
-        let mut options = settings.options;
-        if options.max_nesting == 0 || options.max_nesting > 100 {
-            // The default limit is far below any machine stack the gem could run out of.
-            options.stack_depth_limit = super::stack::c_parser_depth_limit();
-        }
         let create_id = Some(rb_self.create_id.get()).filter(|_| settings.flavour.create_additions);
-        let mut sink = RubySink::new(ruby, source.as_raw(), settings.flavour, create_id)?;
-        let mut scratch = Vec::new();
-        let outcome = core::parse(bytes, &options, &mut sink, &mut scratch);
-        let result = match outcome {
-            Ok(()) => Ok(sink.result()),
-            Err(e) => Err(parse_error(ruby, bytes, e)),
-        };
-        sink.finish();
-        std::hint::black_box(source);
-        result
+        let result = parse_source(ruby, source, settings, create_id, false)?;
+        Ok(result.expect("only a plain parse gives up"))
     }
+}
+
+/// `JSON.parse(source)` without options, as `Parser.new(source).parse` but with no
+/// Parser object. Gives the Parser class itself (which no document parses to) when the
+/// shim must take the gem's way instead, with nothing observable done: `source` is not a
+/// String, or Ruby would print a warning naming the calling frame (which is the gem's
+/// JSON.parse there, and the shim here).
+pub fn try_parse(ruby: &Ruby, rb_self: Value, source: Value) -> Result<Value, Error> {
+    if unsafe { !rb_sys::RB_TYPE_P(source.as_raw(), rb_sys::ruby_value_type::RUBY_T_STRING) } {
+        return Ok(rb_self);
+    }
+    let source = convert_encoding(source.as_raw())?;
+    let source = RString::from_value(unsafe { Value::from_raw(source) }).expect("a String");
+    let result = parse_source(ruby, source, Settings::default(), None, true);
+    std::hint::black_box(source);
+    Ok(result?.unwrap_or(rb_self))
+}
+
+/// Parses `source` (kept alive by the caller) with `settings`.
+fn parse_source(
+    ruby: &Ruby,
+    source: RString,
+    settings: Settings,
+    create_id: Option<VALUE>,
+    plain: bool,
+) -> Result<Option<Value>, Error> {
+    // Nothing can change the string while we read it: no Ruby code runs during the
+    // walk except where the sink first locks the string (see RubySink::guard_source).
+    let bytes: &[u8] = unsafe { source.as_slice() };
+    let mut options = settings.options;
+    if options.max_nesting == 0 || options.max_nesting > 100 {
+        // The default limit is far below any machine stack the gem could run out of.
+        options.stack_depth_limit = super::stack::c_parser_depth_limit();
+    }
+    let mut sink = RubySink::new(ruby, source.as_raw(), settings.flavour, create_id)?;
+    sink.plain = plain;
+    let mut scratch = Vec::new();
+    let outcome = core::parse(bytes, &options, &mut sink, &mut scratch);
+    let result = match outcome {
+        Ok(()) => Ok(Some(sink.result())),
+        Err(_) if sink.gave_up => Ok(None),
+        Err(e) => Err(parse_error(ruby, bytes, e)),
+    };
+    sink.finish();
+    std::hint::black_box(source);
+    result
 }
 
 fn uninitialized(ruby: &Ruby) -> Error {

@@ -4,7 +4,7 @@
 //! the parse, with one permanent Ruby object whose `mark` function marks every active
 //! stack (see [`ActiveStacks`]), so a GC run by any allocation sees them without a Ruby
 //! object per parse. Arrays and hashes are then made in one call from the top of the
-//! stack.
+//! stack. The same object marks the process-wide [`KeyCache`] of object keys.
 
 use std::cell::UnsafeCell;
 
@@ -12,54 +12,87 @@ use magnus::{gc::Marker, rb_sys::FromRawValue, DataTypeFunctions, Error, Ruby, T
 use rb_sys::VALUE;
 use rusty_core::json::{parse_float_fast, parse_int_fast, Sink};
 
-/// Object keys up to this many bytes go through the [`KeyCache`].
-const CACHED_KEY_MAX: usize = 24;
-const KEY_CACHE_SLOTS: usize = 64;
+/// Slots of the [`KeyCache`] (a power of two): enough that the few hundred distinct keys
+/// of a large document rarely evict each other.
+const KEY_CACHE_SLOTS: usize = 1024;
 
-/// A direct-mapped cache of the keys (frozen Strings or Symbols) made during one parse,
-/// so that repeated keys skip Ruby's fstring table lookup.
+/// Keys up to this many bytes are kept in the [`KeyCache`] (which keeps them alive, so it
+/// must not hold on to huge ones).
+const CACHED_KEY_MAX: usize = 64;
+
+/// A direct-mapped cache of object keys (interned frozen Strings, and their Symbols with
+/// `symbolize_names`), shared by every parse in the process, so that a key seen before
+/// costs a hash and a compare instead of Ruby's fstring table lookup. Its VALUEs are
+/// marked (and so pinned) by [`ActiveStacks`] at every GC: a slot never holds a dead
+/// object, and a key stays the very same fstring the gem's `rb_str_freeze` would give.
 struct KeyCache {
     slots: [KeySlot; KEY_CACHE_SLOTS],
 }
 
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, Default)]
 struct KeySlot {
+    hash: u32,
+    /// Whether `value` is the Symbol (`symbolize_names`) rather than the String.
+    symbol: bool,
+    /// The interned String whose bytes the key has (compared on a hit); 0 when empty.
+    string: VALUE,
+    /// What the parse pushes: `string`, or its Symbol.
     value: VALUE,
-    len: u8,
-    bytes: [u8; CACHED_KEY_MAX],
 }
 
-impl KeyCache {
-    fn empty() -> KeyCache {
-        KeyCache {
-            slots: [KeySlot {
-                value: 0,
-                len: 0,
-                bytes: [0; CACHED_KEY_MAX],
-            }; KEY_CACHE_SLOTS],
+/// The one [`KeyCache`]. Touched only with the GVL held (see [`Registry`]).
+struct GlobalKeys(UnsafeCell<Option<Box<KeyCache>>>);
+
+// SAFETY: as for `Registry`: only Ruby threads holding the GVL touch it.
+unsafe impl Sync for GlobalKeys {}
+
+static KEYS: GlobalKeys = GlobalKeys(UnsafeCell::new(None));
+
+fn mark_keys() {
+    if let Some(cache) = unsafe { &*KEYS.0.get() } {
+        for slot in cache.slots.iter().filter(|s| s.string != 0) {
+            unsafe {
+                rb_sys::rb_gc_mark(slot.string);
+                rb_sys::rb_gc_mark(slot.value);
+            }
         }
     }
-
-    /// The slot for a key of 1..=CACHED_KEY_MAX bytes.
-    fn slot_of(bytes: &[u8]) -> usize {
-        let n = bytes.len();
-        let h = (n as u32)
-            .wrapping_mul(31)
-            .wrapping_add(bytes[0] as u32)
-            .wrapping_mul(31)
-            .wrapping_add(bytes[n - 1] as u32)
-            .wrapping_mul(31)
-            .wrapping_add(bytes[n / 2] as u32);
-        (h.wrapping_mul(0x9E37_79B1) >> 26) as usize % KEY_CACHE_SLOTS
-    }
 }
 
-/// The GC-visible stack of values not yet placed in their container, and the key cache
-/// (marked too: a key's only other reference may be a Hash that `json_create` dropped).
+#[inline(always)]
+fn read_u64(b: &[u8], at: usize) -> u64 {
+    u64::from_le_bytes(b[at..at + 8].try_into().unwrap())
+}
+
+/// A fast, well-mixed hash of a key's bytes (not DoS-resistant, and need not be: a
+/// collision only costs a cache miss).
+#[inline(always)]
+fn key_hash(b: &[u8]) -> u32 {
+    const K: u64 = 0x9E37_79B9_7F4A_7C15;
+    let n = b.len();
+    let mut h = (n as u64).wrapping_mul(K);
+    if n >= 8 {
+        let mut i = 0;
+        while i + 8 < n {
+            h = (h ^ read_u64(b, i)).wrapping_mul(K).rotate_left(31);
+            i += 8;
+        }
+        h ^= read_u64(b, n - 8);
+    } else if n >= 4 {
+        let lo = u32::from_le_bytes(b[..4].try_into().unwrap()) as u64;
+        let hi = u32::from_le_bytes(b[n - 4..].try_into().unwrap()) as u64;
+        h ^= (hi << 32) | lo;
+    } else if n > 0 {
+        h ^= b[0] as u64 | (b[n / 2] as u64) << 8 | (b[n - 1] as u64) << 16;
+    }
+    h = h.wrapping_mul(K);
+    (h ^ (h >> 32)) as u32
+}
+
+/// The GC-visible stack of values not yet placed in their container.
 #[derive(Default)]
 pub struct ValueStack {
     values: UnsafeCell<Vec<VALUE>>,
-    keys: UnsafeCell<Option<Box<KeyCache>>>,
 }
 
 impl ValueStack {
@@ -69,13 +102,6 @@ impl ValueStack {
         let values = unsafe { &*self.values.get() };
         for &v in values {
             unsafe { rb_sys::rb_gc_mark(v) };
-        }
-        if let Some(cache) = unsafe { &*self.keys.get() } {
-            for slot in &cache.slots {
-                if slot.len != 0 {
-                    unsafe { rb_sys::rb_gc_mark(slot.value) };
-                }
-            }
         }
     }
 }
@@ -101,6 +127,7 @@ impl DataTypeFunctions for ActiveStacks {
         for &stack in unsafe { &*ACTIVE.0.get() } {
             unsafe { (*stack).mark() };
         }
+        mark_keys();
     }
 }
 
@@ -131,6 +158,11 @@ pub struct RubySink {
     additions: Option<(VALUE, VALUE)>,
     /// NUL-terminated copies of numbers for Ruby's converters.
     cstr: Vec<u8>,
+    /// Set for `JSON.parse(source)` run without the gem's Ruby frames (see
+    /// `parser::try_parse`): where Ruby would print a warning, whose text names the
+    /// calling frame, the parse stops and `gave_up` is set, for the gem's way to redo it.
+    pub plain: bool,
+    pub gave_up: bool,
 }
 
 /// Value stack buffers up to this many entries are kept for the next parse.
@@ -139,6 +171,39 @@ const SPARE_STACK_MAX: usize = 4096;
 thread_local! {
     /// An emptied value stack from an earlier parse on this thread, to save allocations.
     static SPARE: std::cell::Cell<Option<Box<ValueStack>>> = const { std::cell::Cell::new(None) };
+}
+
+/// Hashes of more pairs than this get a table of their size up front.
+const SMALL_HASH_MAX: usize = 8;
+
+/// An empty Hash ready for `pairs` pairs. Above [`SMALL_HASH_MAX`] pairs Ruby keeps an st
+/// table, which `rb_hash_new` + `rb_hash_bulk_insert` would make at the default size and
+/// then grow; Ruby 3.1 exports `rb_hash_new_with_size` and 3.2+ `rb_hash_new_capa`
+/// for making it at the right size, looked up once by name (neither is in every Ruby).
+fn new_hash(pairs: usize) -> VALUE {
+    type NewWithSize = unsafe extern "C" fn(std::os::raw::c_long) -> VALUE;
+    static SIZED: std::sync::OnceLock<Option<NewWithSize>> = std::sync::OnceLock::new();
+    if pairs > SMALL_HASH_MAX {
+        let sized = SIZED.get_or_init(|| {
+            [c"rb_hash_new_capa", c"rb_hash_new_with_size"]
+                .iter()
+                .find_map(|name| {
+                    let f = unsafe { libc::dlsym(libc::RTLD_DEFAULT, name.as_ptr()) };
+                    // SAFETY: both have the signature `VALUE (long)`.
+                    (!f.is_null()).then(|| unsafe {
+                        std::mem::transmute::<*mut libc::c_void, NewWithSize>(f)
+                    })
+                })
+        });
+        if let Some(new_with_size) = sized {
+            return unsafe { new_with_size(pairs as _) };
+        }
+    }
+    unsafe { rb_sys::rb_hash_new() }
+}
+
+fn truthy(v: VALUE) -> bool {
+    v != rb_sys::Qnil as VALUE && v != rb_sys::Qfalse as VALUE
 }
 
 const fn fixnum(v: i64) -> VALUE {
@@ -179,6 +244,8 @@ impl RubySink {
             utf8: unsafe { rb_sys::rb_utf8_encoding() },
             additions,
             cstr: Vec::new(),
+            plain: false,
+            gave_up: false,
         })
     }
 
@@ -265,28 +332,86 @@ impl RubySink {
         self.cstr.as_ptr() as *const _
     }
 
-    /// A String for `bytes` (interned for keys and with `freeze`), or a Symbol for a key
-    /// with `symbolize_names`.
+    /// A String value for `bytes` (interned with `freeze`, as the gem does).
     #[inline]
-    fn make_string(&mut self, bytes: &[u8], key: bool) -> Result<VALUE, Error> {
+    fn make_string(&mut self, bytes: &[u8]) -> VALUE {
         let ptr = bytes.as_ptr() as *const std::os::raw::c_char;
         let len = bytes.len() as std::os::raw::c_long;
-        let v = if key || self.flavour.freeze {
-            let interned = unsafe { rb_sys::rb_enc_interned_str(ptr, len, self.utf8) };
-            if key && self.flavour.symbolize_names {
-                if std::str::from_utf8(bytes).is_ok() {
-                    unsafe { rb_sys::rb_str_intern(interned) }
-                } else {
-                    // Raises EncodingError ("invalid symbol in encoding UTF-8 ...").
-                    magnus::rb_sys::protect(|| unsafe { rb_sys::rb_str_intern(interned) })?
-                }
-            } else {
-                interned
-            }
+        if self.flavour.freeze {
+            unsafe { rb_sys::rb_enc_interned_str(ptr, len, self.utf8) }
         } else {
             unsafe { rb_sys::rb_utf8_str_new(ptr, len) }
+        }
+    }
+
+    /// An object key, from the [`KeyCache`] when a parse already made it.
+    #[inline(always)]
+    fn key(&mut self, bytes: &[u8]) -> Result<(), Error> {
+        if bytes.len() > CACHED_KEY_MAX {
+            let (_, value) = self.make_key(bytes)?;
+            self.push(value);
+            return Ok(());
+        }
+        let keys = KEYS.0.get();
+        let hash = key_hash(bytes);
+        let index = hash as usize & (KEY_CACHE_SLOTS - 1);
+        let symbol = self.flavour.symbolize_names;
+        {
+            let cache = unsafe {
+                (*keys).get_or_insert_with(|| {
+                    Box::new(KeyCache {
+                        slots: [KeySlot::default(); KEY_CACHE_SLOTS],
+                    })
+                })
+            };
+            let slot = &cache.slots[index];
+            if slot.string != 0 && slot.hash == hash && slot.symbol == symbol {
+                // The cached String is frozen and interned: its bytes cannot change.
+                let cached = unsafe {
+                    let ptr = rb_sys::RSTRING_PTR(slot.string) as *const u8;
+                    std::slice::from_raw_parts(ptr, rb_sys::RSTRING_LEN(slot.string) as usize)
+                };
+                if cached == bytes {
+                    let v = slot.value;
+                    self.push(v);
+                    return Ok(());
+                }
+            }
+        }
+        // No reference into the cache is held here: making the key may run the GC,
+        // whose mark reads the cache (and a nested parse may write it).
+        let (string, value) = self.make_key(bytes)?;
+        if let Some(cache) = unsafe { (*keys).as_mut() } {
+            cache.slots[index] = KeySlot {
+                hash,
+                symbol,
+                string,
+                value,
+            };
+        }
+        self.push(value);
+        Ok(())
+    }
+
+    /// A key's interned String, and the value to push for it (the String, or with
+    /// `symbolize_names` its Symbol). The String stays reachable from the Symbol.
+    fn make_key(&mut self, bytes: &[u8]) -> Result<(VALUE, VALUE), Error> {
+        let ptr = bytes.as_ptr() as *const std::os::raw::c_char;
+        let len = bytes.len() as std::os::raw::c_long;
+        let interned = unsafe { rb_sys::rb_enc_interned_str(ptr, len, self.utf8) };
+        if !self.flavour.symbolize_names {
+            return Ok((interned, interned));
+        }
+        // Keep the String on the marked stack while its Symbol is made.
+        self.push(interned);
+        let symbol = if std::str::from_utf8(bytes).is_ok() {
+            Ok(unsafe { rb_sys::rb_str_intern(interned) })
+        } else {
+            // Raises EncodingError ("invalid symbol in encoding UTF-8 ...").
+            magnus::rb_sys::protect(|| unsafe { rb_sys::rb_str_intern(interned) })
         };
-        Ok(v)
+        unsafe { (*self.values()).pop() };
+        Ok((interned, symbol?))
     }
 
     #[inline(always)]
@@ -309,10 +434,6 @@ impl Drop for RubySink {
             return;
         }
         values.clear();
-        if let Some(cache) = unsafe { &mut *stack.keys.get() } {
-            // Its VALUEs may die once this parse is over: forget them.
-            cache.slots.iter_mut().for_each(|slot| slot.len = 0);
-        }
         SPARE.with(|spare| spare.set(Some(stack)));
     }
 }
@@ -369,6 +490,12 @@ impl Sink for RubySink {
             None => {
                 // Out of range, or too many digits to be sure: Ruby's strtod decides, and
                 // warns "Float 1e400 out of range" under -w just as the gem does.
+                if self.plain && unsafe { truthy(*rb_sys::rb_ruby_verbose_ptr()) } {
+                    self.gave_up = true;
+                    let ruby = unsafe { Ruby::get_unchecked() };
+                    // Never raised: the caller sees `gave_up` (this makes no Ruby object).
+                    return Err(Error::new(ruby.exception_runtime_error(), "gave up"));
+                }
                 self.guard_source();
                 let cstr = self.with_cstr(text) as usize;
                 let mut out = 0f64;
@@ -388,31 +515,10 @@ impl Sink for RubySink {
 
     #[inline]
     fn string(&mut self, bytes: &[u8], key: bool) -> Result<(), Error> {
-        if key && !bytes.is_empty() && bytes.len() <= CACHED_KEY_MAX {
-            let keys = self.stack.keys.get();
-            let slot = KeyCache::slot_of(bytes);
-            {
-                let cache = unsafe { (*keys).get_or_insert_with(|| Box::new(KeyCache::empty())) };
-                let cached = &cache.slots[slot];
-                if cached.len as usize == bytes.len() && &cached.bytes[..bytes.len()] == bytes {
-                    let v = cached.value;
-                    self.push(v);
-                    return Ok(());
-                }
-            }
-            // No reference into the cache is held here: making the key may run the GC,
-            // whose mark reads the cache.
-            let v = self.make_string(bytes, true)?;
-            if let Some(cache) = unsafe { (*keys).as_mut() } {
-                let cached = &mut cache.slots[slot];
-                cached.value = v;
-                cached.len = bytes.len() as u8;
-                cached.bytes[..bytes.len()].copy_from_slice(bytes);
-            }
-            self.push(v);
-            return Ok(());
+        if key {
+            return self.key(bytes);
         }
-        let v = self.make_string(bytes, key)?;
+        let v = self.make_string(bytes);
         self.push(v);
         Ok(())
     }
@@ -434,7 +540,7 @@ impl Sink for RubySink {
     fn object(&mut self, pairs: usize) -> Result<(), Error> {
         let values = self.values();
         let start = unsafe { (*values).len() } - 2 * pairs;
-        let hash = unsafe { rb_sys::rb_hash_new() };
+        let hash = new_hash(pairs);
         if pairs > 0 {
             // Keys are frozen Strings or Symbols: hashing them runs no Ruby code. Later
             // duplicates overwrite earlier ones in place, as `Hash#[]=` does.
