@@ -717,19 +717,7 @@ impl Loader<'_> {
         for _ in 0..count {
             let (name, plain) = self.r_symbol()?;
             let value = self.r_object()?;
-            if plain && name == ids.sym_e {
-                let idx = if value == rb_sys::Qtrue as VALUE {
-                    self.utf8
-                } else if value == rb_sys::Qfalse as VALUE {
-                    self.usascii
-                } else {
-                    return Err(Fallback);
-                };
-                unsafe { rb_sys::rb_enc_associate_index(s, idx) };
-            } else if plain && name == ids.sym_encoding {
-                let idx = self.encoding_index_named(value)?;
-                unsafe { rb_sys::rb_enc_associate_index(s, idx) };
-            } else {
+            if !self.set_encoding_ivar(s, name, plain, value)? {
                 let id = unsafe { rb_sys::SYM2ID(name) };
                 if id == ids.id_k {
                     return Err(Fallback); // MRI's ArgumentError (not a Hash): the stdlib's
@@ -1292,19 +1280,7 @@ impl Loader<'_> {
         for _ in done..count {
             let (sym, plain) = self.r_symbol()?;
             let value = self.r_object()?;
-            if plain && sym == ids.sym_e {
-                let idx = if value == rb_sys::Qtrue as VALUE {
-                    self.utf8
-                } else if value == rb_sys::Qfalse as VALUE {
-                    self.usascii
-                } else {
-                    return Err(Fallback);
-                };
-                unsafe { rb_sys::rb_enc_associate_index(s, idx) };
-            } else if plain && sym == ids.sym_encoding {
-                let idx = self.encoding_index_named(value)?;
-                unsafe { rb_sys::rb_enc_associate_index(s, idx) };
-            } else {
+            if !self.set_encoding_ivar(s, sym, plain, value)? {
                 self.set_ivar(s, sym, plain, value)?;
             }
         }
@@ -1345,6 +1321,27 @@ impl Loader<'_> {
     }
 
     /// The index of the encoding a loaded `encoding` ivar value names.
+    /// Applies an `E` / `encoding` ivar of a String's `I` record to `s`; false for any
+    /// other ivar (the caller sets it as a plain one).
+    fn set_encoding_ivar(&self, s: VALUE, sym: VALUE, plain: bool, value: VALUE) -> Load<bool> {
+        let ids = ids();
+        let idx = if plain && sym == ids.sym_e {
+            if value == rb_sys::Qtrue as VALUE {
+                self.utf8
+            } else if value == rb_sys::Qfalse as VALUE {
+                self.usascii
+            } else {
+                return Err(Fallback);
+            }
+        } else if plain && sym == ids.sym_encoding {
+            self.encoding_index_named(value)?
+        } else {
+            return Ok(false);
+        };
+        unsafe { rb_sys::rb_enc_associate_index(s, idx) };
+        Ok(true)
+    }
+
     fn encoding_index_named(&self, value: VALUE) -> Load<c_int> {
         {
             if unsafe { !rb_sys::RB_TYPE_P(value, rb_sys::ruby_value_type::RUBY_T_STRING) } {
