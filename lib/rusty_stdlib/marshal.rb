@@ -17,7 +17,8 @@ module RustyStdlib
   # handles the whole call (other classes such as Data, raised exceptions' backtraces,
   # Range and Regexp subclasses on load,
   # extended objects, singletons, IO ports, a load proc, classes that would need an autoload,
-  # unusual or malformed bytes, depth limits and their errors). That is decided before
+  # unusual or malformed bytes). A depth limit's error is raised natively, where MRI raises
+  # it. That is decided before
   # any hook runs, except for something unsupported inside a marshal_dump result: then
   # the stdlib runs the hooks again. The stdlib
   # stays reachable through stdlib_dump / stdlib_load / stdlib_restore. Everything here

@@ -738,6 +738,26 @@ RSpec.describe "RustyStdlib::Marshal" do
       end
     end
 
+    it "raises the stdlib's depth-limit error natively, after the same hook calls" do
+      deep_result = spec::MDump.new([[[[1]]]]) # marshal_dump's result exceeds the limit
+      values = [deep_result, [spec::UDump.new("u"), deep_result], [spec::MDump.new(1), [[spec::MDump.new(2)]]],
+                { spec::MDump.new([2**40]) => spec::UDump.new("v") }, spec::MDump.new(Rational(1, 2)),
+                [spec::MDump.new(spec::MDump.new([:a]))]]
+      values.each do |v|
+        (1..5).each do |limit|
+          expect_same_dump(v, limit)
+          expect_same_hook_calls_or_none { |m| m.dump(v, limit) }
+        end
+      end
+      # Decided natively (no fallback), once hooks ran and before any did.
+      expect { native_dump(deep_result, 3) }.to raise_error(ArgumentError, "exceed depth limit")
+      expect { native_dump([[spec::MDump.new(1)]], 2) }.to raise_error(ArgumentError, "exceed depth limit")
+      expect { native_dump([[[1]]], 2) }.to raise_error(ArgumentError, "exceed depth limit")
+      RustyMarshalSpec::HOOK_LOG.clear
+      expect { native_dump([spec::MDump.new(1), spec::MDump.new([[1]])], 3) }.to raise_error(ArgumentError)
+      expect(RustyMarshalSpec::HOOK_LOG).to eq([[:marshal_dump, Integer], [:marshal_dump, Array]]) # each once
+    end
+
     it "runs every hook once when something outside the native set sits outside the hooks" do
       value = [spec::MDump.new(1), spec::UDump.new("u"), Object.new.extend(Comparable)]
       expect(native_dump(value)).to be_nil # decided before any hook ran

@@ -463,8 +463,7 @@ impl Dumper<'_> {
 
     fn w_object(&mut self, obj: VALUE, limit: i32) -> Step {
         if limit == 0 {
-            // The stdlib raises "exceed depth limit" here; let it.
-            return Err(Fallback);
+            return self.exceed_depth_limit();
         }
         if rb_sys::NIL_P(obj) {
             self.out.push(core::TYPE_NIL);
@@ -738,7 +737,9 @@ impl Dumper<'_> {
         self.out.push(core::TYPE_USRMARSHAL);
         self.w_symbol(sym)?;
         if limit == 0 {
-            return Err(Fallback); // MRI: "exceed depth limit" for the Array
+            // MRI's w_object raises for the Array before writing it.
+            self.depth -= 1;
+            return self.exceed_depth_limit();
         }
         let inner = if limit > 0 { limit - 1 } else { limit };
         self.num_entries += 1;
@@ -1153,6 +1154,20 @@ impl Dumper<'_> {
         Fallback
     }
 
+    /// Where MRI's `w_object` is entered with `limit` 0: it raises "exceed depth limit"
+    /// before writing anything, so the dump raises that natively (the hooks met before
+    /// this point ran exactly as in the stdlib, which walks in the same order). A scan
+    /// treats it as a leaf: the dump never gets past it, so nothing after it needs to be
+    /// native for the dump to be exact.
+    fn exceed_depth_limit(&mut self) -> Step {
+        if self.scan {
+            return Ok(());
+        }
+        let ruby = unsafe { Ruby::get_unchecked() };
+        self.error = Some(Error::new(ruby.exception_arg_error(), "exceed depth limit"));
+        Err(Fallback)
+    }
+
     #[inline]
     fn enter(&mut self) -> Step {
         self.depth += 1;
@@ -1170,9 +1185,9 @@ impl Dumper<'_> {
         }
         // MRI writes it as a bignum, which takes a link index but is never linked to.
         // Ruby 3.1 writes that bignum one level deeper (so `limit` 1 raises "exceed depth
-        // limit" there but not on 3.3): let the stdlib decide that case.
-        if limit == 1 {
-            return Err(Fallback);
+        // limit" there); 3.2+ writes it in place (`w_bigfixnum`) with no depth check.
+        if limit == 1 && rb_sys::RUBY_API_VERSION_CODE < 30200 {
+            return self.exceed_depth_limit();
         }
         let integer = unsafe { rb_sys::rb_cInteger };
         self.check_class(CHECK_INTEGER, obj, integer)?;
