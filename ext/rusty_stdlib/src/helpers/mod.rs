@@ -1,4 +1,5 @@
-//! Small pieces every binding needs: GVL release and string locking.
+//! Small pieces every binding needs: GVL release, string locking, raw object reads.
 
 pub mod nogvl;
+pub mod raw;
 pub mod tmplock;

@@ -25,6 +25,8 @@ use magnus::{
 use rb_sys::{ruby_coderange_type, ruby_value_type, VALUE};
 use rusty_core::json as core;
 
+use crate::helpers::raw::flags;
+
 /// The layout strings; `None` is the gem's NULL pointer.
 #[derive(Clone, Debug)]
 struct Config {
@@ -107,18 +109,11 @@ fn binary(ruby: &Ruby, bytes: &Option<Vec<u8>>) -> RString {
     ruby.str_from_slice(bytes.as_deref().unwrap_or(b""))
 }
 
-/// A String's flags word (the `RBasic` header every heap object starts with).
-#[inline(always)]
-fn string_flags(s: VALUE) -> VALUE {
-    // SAFETY: `s` is a live String (a heap object).
-    unsafe { (*(s as *const rb_sys::RBasic)).flags }
-}
-
 /// `rb_enc_get_index` for a String: the index kept in its flags, unless too large to fit.
 #[inline(always)]
 fn encoding_index(s: VALUE) -> i32 {
     use rb_sys::ruby_encoding_consts::*;
-    let inline = (string_flags(s) & RUBY_ENCODING_MASK as VALUE) >> RUBY_ENCODING_SHIFT as u32;
+    let inline = (flags(s) & RUBY_ENCODING_MASK as VALUE) >> RUBY_ENCODING_SHIFT as u32;
     if inline == RUBY_ENCODING_INLINE_MAX as VALUE {
         unsafe { rb_sys::rb_enc_get_index(s) }
     } else {
@@ -130,7 +125,7 @@ fn encoding_index(s: VALUE) -> i32 {
 /// cached by Ruby) when unknown.
 #[inline(always)]
 fn coderange(s: VALUE) -> u32 {
-    let cached = string_flags(s) & ruby_coderange_type::RUBY_ENC_CODERANGE_MASK as VALUE;
+    let cached = flags(s) & ruby_coderange_type::RUBY_ENC_CODERANGE_MASK as VALUE;
     if cached != 0 {
         cached as u32
     } else {

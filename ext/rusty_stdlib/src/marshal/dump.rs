@@ -32,6 +32,7 @@ use rusty_core::marshal as core;
 use super::classes;
 use super::hooks::{self, DumpHook};
 use super::ids::{self, ids};
+use crate::helpers::raw::{class_of, flags, str_bytes};
 
 /// Recursion deeper than this goes to the stdlib (which matches MRI by definition,
 /// including its SystemStackError on absurd depths).
@@ -291,11 +292,6 @@ fn run(ruby: &Ruby, obj: VALUE, limit: i32, scan: bool) -> (Result<Vec<u8>, Opti
     }
 }
 
-#[inline]
-fn flags(obj: VALUE) -> VALUE {
-    unsafe { (*(obj as *const rb_sys::RBasic)).flags }
-}
-
 /// Whether a Hash subclass answers `default` and `compare_by_identity?` with the core
 /// methods (so calling them runs no Ruby code).
 fn hash_methods_are_core(klass: VALUE) -> bool {
@@ -303,22 +299,6 @@ fn hash_methods_are_core(klass: VALUE) -> bool {
     unsafe {
         rb_sys::rb_method_basic_definition_p(klass, ids.default) != 0
             && rb_sys::rb_method_basic_definition_p(klass, ids.compare_by_identity_p) != 0
-    }
-}
-
-#[inline]
-fn class_of(obj: VALUE) -> VALUE {
-    unsafe { (*(obj as *const rb_sys::RBasic)).klass }
-}
-
-#[inline]
-fn str_bytes<'a>(s: VALUE) -> &'a [u8] {
-    unsafe {
-        let len = rb_sys::RSTRING_LEN(s) as usize;
-        if len == 0 {
-            return &[];
-        }
-        std::slice::from_raw_parts(rb_sys::RSTRING_PTR(s) as *const u8, len)
     }
 }
 

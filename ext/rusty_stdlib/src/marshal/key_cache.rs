@@ -12,6 +12,8 @@
 
 use rb_sys::VALUE;
 
+use crate::helpers::raw::{flags, str_bytes as bytes};
+
 /// Keys longer than this are interned by `rb_hash_aset` as usual.
 const MAX_KEY_LEN: usize = 64;
 /// Distinct keys kept per load (a bound on memory for adversarial input).
@@ -28,22 +30,6 @@ pub struct KeyCache {
     /// Open addressing: 0 for empty, else 1 + index into `strings`.
     slots: Vec<u32>,
     hashes: Vec<u64>,
-}
-
-#[inline]
-fn flags(v: VALUE) -> VALUE {
-    unsafe { (*(v as *const rb_sys::RBasic)).flags }
-}
-
-#[inline]
-fn bytes<'a>(s: VALUE) -> &'a [u8] {
-    unsafe {
-        let len = rb_sys::RSTRING_LEN(s) as usize;
-        if len == 0 {
-            return &[];
-        }
-        std::slice::from_raw_parts(rb_sys::RSTRING_PTR(s) as *const u8, len)
-    }
 }
 
 /// FxHash-style hash of the bytes and the encoding index.

@@ -33,6 +33,7 @@ use super::classes;
 use super::hooks;
 use super::ids::{self, ids};
 use super::key_cache::KeyCache;
+use crate::helpers::raw::class_of;
 
 const MAX_DEPTH: u32 = 1000;
 
@@ -347,11 +348,6 @@ impl ClassKind {
             _ => ClassKind::Other,
         }
     }
-}
-
-#[inline]
-fn class_of(obj: VALUE) -> VALUE {
-    unsafe { (*(obj as *const rb_sys::RBasic)).klass }
 }
 
 #[inline]

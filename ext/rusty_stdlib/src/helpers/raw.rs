@@ -1,0 +1,32 @@
+//! Reads of a heap object's header and a String's bytes straight from memory, for hot
+//! paths where a C call per object shows up in profiles. Callers pass live heap objects
+//! (not immediates such as Fixnums, Symbols or nil).
+
+use rb_sys::VALUE;
+
+/// The flags word of the `RBasic` header every heap object starts with.
+#[inline(always)]
+pub fn flags(obj: VALUE) -> VALUE {
+    // SAFETY: `obj` is a live heap object (see the module comment).
+    unsafe { (*(obj as *const rb_sys::RBasic)).flags }
+}
+
+/// The object's class (its singleton class if it has one), from the `RBasic` header.
+#[inline(always)]
+pub fn class_of(obj: VALUE) -> VALUE {
+    // SAFETY: as for `flags`.
+    unsafe { (*(obj as *const rb_sys::RBasic)).klass }
+}
+
+/// A String's bytes. Valid until Ruby code runs or the String is modified.
+#[inline]
+pub fn str_bytes<'a>(s: VALUE) -> &'a [u8] {
+    // SAFETY: `s` is a live String; a zero length may come with a null pointer.
+    unsafe {
+        let len = rb_sys::RSTRING_LEN(s) as usize;
+        if len == 0 {
+            return &[];
+        }
+        std::slice::from_raw_parts(rb_sys::RSTRING_PTR(s) as *const u8, len)
+    }
+}
