@@ -496,25 +496,7 @@ impl Dumper<'_> {
                 let uclass =
                     self.uclass(obj, klass, unsafe { rb_sys::rb_cString }, CHECK_STRING)?;
                 let ivars = generic_ivar_count(obj)?;
-                self.remember(obj);
-                let enc = self.encoding_name(obj);
-                let num = ivars + usize::from(!matches!(enc, EncName::None));
-                if num > 0 {
-                    self.out.push(core::TYPE_IVAR);
-                }
-                self.w_uclass(uclass)?;
-                self.out.push(core::TYPE_STRING);
-                let bytes = str_bytes(obj);
-                if bytes.len() > MAX_LEN {
-                    return Err(Fallback); // MRI: "long too big to dump"
-                }
-                core::write_bytes(&mut self.out, bytes);
-                if num > 0 {
-                    self.w_long(num as i64);
-                    self.w_encoding(enc)?;
-                    self.w_generic_ivars(obj, ivars, limit)?;
-                }
-                Ok(())
+                self.w_bytes_record(obj, obj, uclass, ivars, core::TYPE_STRING, None, limit)
             }
             T::RUBY_T_REGEXP => self.w_regexp(obj, klass, limit),
             T::RUBY_T_ARRAY => {
@@ -791,6 +773,31 @@ impl Dumper<'_> {
         })
         .map_err(|_| Fallback)?;
         let options = unsafe { rb_sys::FIX2LONG(options) };
+        self.w_bytes_record(
+            obj,
+            src,
+            uclass,
+            ivars,
+            core::TYPE_REGEXP,
+            Some(options as u8),
+            limit,
+        )
+    }
+
+    /// A String (`"`) or Regexp (`/`) record: `I` when it has an encoding or ivars, its
+    /// `C` class, the type byte, `bytes_of`'s bytes, the Regexp's options byte, then the
+    /// encoding and ivars.
+    #[allow(clippy::too_many_arguments)]
+    fn w_bytes_record(
+        &mut self,
+        obj: VALUE,
+        bytes_of: VALUE,
+        uclass: Option<VALUE>,
+        ivars: usize,
+        type_byte: u8,
+        options: Option<u8>,
+        limit: i32,
+    ) -> Step {
         self.remember(obj);
         let enc = self.encoding_name(obj);
         let num = ivars + usize::from(!matches!(enc, EncName::None));
@@ -798,13 +805,13 @@ impl Dumper<'_> {
             self.out.push(core::TYPE_IVAR);
         }
         self.w_uclass(uclass)?;
-        self.out.push(core::TYPE_REGEXP);
-        let bytes = str_bytes(src);
+        self.out.push(type_byte);
+        let bytes = str_bytes(bytes_of);
         if bytes.len() > MAX_LEN {
-            return Err(Fallback);
+            return Err(Fallback); // MRI: "long too big to dump"
         }
         core::write_bytes(&mut self.out, bytes);
-        self.out.push(options as u8);
+        self.out.extend(options);
         if num > 0 {
             self.w_long(num as i64);
             self.w_encoding(enc)?;
