@@ -27,7 +27,7 @@ module RustyStdlib
   #
   # Lazy install: requiring this file loads neither net/http nor uri (about 30 ms of
   # boot). Pieces whose stdlib is already loaded go in at once; the rest go in when the
-  # app requires net/http, net/https, uri or open-uri (RequireHook). RustyStdlib.status
+  # app requires net/http, net/https, uri or open-uri (RequireWatch). RustyStdlib.status
   # reports :net_http :installed from the start when the versions the stdlib files on
   # the load path declare are proven (read from the files, not loaded), i.e. "installed
   # or installs on require"; NetHttp.pieces / piece_status tell what is in place now.
@@ -269,20 +269,46 @@ module RustyStdlib
       [:chunked_body, ChunkedBody, -> { Net::HTTPResponse }, "net/http/response.rb"],
     ].freeze
 
-    # Kernel#require, watched for the features that load the stdlib NetHttp replaces;
-    # requires of anything else pay one Array#include?. When `require "net/http"`
-    # returns, net/http is completely loaded; the `require "uri"` nested in it returns
-    # before Net::HTTP exists, so it installs only the URI piece (loaded? tells).
-    # net/http's own files load each other with require_relative, which is not watched.
-    module RequireHook
+    # `require`, watched so that each piece goes in once its stdlib is loaded. A piece
+    # is looked at only after a require returned: `require "net/http"` (or net/https,
+    # uri, open-uri) anywhere, or any outermost require of the thread. Nested requires
+    # of other files return while the file that required them is half loaded (net/http's
+    # own `require "uri"` returns before Net::HTTP exists), so they are skipped. The
+    # outermost check catches net/http loaded by an absolute path, `Kernel.require`, a
+    # `.rb` suffix, or `require_relative`/`load` (at the next require after them: those two
+    # are not watched, a Ruby wrapper would change the file they resolve against).
+    module RequireWatch
       FEATURES = %w[net/http net/https uri open-uri].freeze
+      DEPTH = :__rusty_stdlib_require_depth
+      private_constant :DEPTH
 
+      # Runs the require in the block, then installs what it made available.
+      def self.around(path)
+        depth = Thread.current[DEPTH] || 0
+        Thread.current[DEPTH] = depth + 1
+        begin
+          loaded = yield
+        ensure
+          Thread.current[DEPTH] = depth
+        end
+        RustyStdlib::NetHttp.required if depth.zero? || FEATURES.include?(path)
+        loaded
+      end
+    end
+
+    # Kernel#require (private, as Kernel's own).
+    module RequireHook
       private
 
       def require(path)
-        loaded = super
-        RustyStdlib::NetHttp.required if FEATURES.include?(path)
-        loaded
+        RequireWatch.around(path) { super }
+      end
+    end
+
+    # Kernel.require, Kernel's public singleton copy, which Kernel#require's watch misses.
+    module KernelRequireHook
+      def require(path)
+        RequireWatch.around(path) { super }
       end
     end
 
@@ -327,12 +353,14 @@ module RustyStdlib
           target.prepend(mod)
           @pieces[piece] = mod
         end
-        ::Kernel.prepend(RequireHook) unless SEAMS.all? { |piece, *| loaded?(piece) }
+        watch_requires unless @pieces.size == SEAMS.size
       end
 
-      # Called by RequireHook after `require` of one of its features returned.
+      # Called by RequireWatch after a require returned.
       def required
-        install! if RustyStdlib.installed.include?(:net_http)
+        return if @pieces.size == SEAMS.size || !RustyStdlib.installed.include?(:net_http)
+
+        install! if SEAMS.any? { |piece, *| !@pieces.key?(piece) && loaded?(piece) }
       end
 
       # Runs the block with the stdlib's own methods in place of every installed piece.
@@ -344,6 +372,14 @@ module RustyStdlib
       end
 
       private
+
+      def watch_requires
+        return if @watching
+
+        ::Kernel.prepend(RequireHook)
+        ::Kernel.singleton_class.prepend(KernelRequireHook)
+        @watching = true
+      end
 
       # Whether the stdlib the piece replaces is loaded (completely: a piece is looked
       # at only outside the require that loads it, see RequireHook).

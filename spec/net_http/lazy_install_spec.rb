@@ -39,10 +39,44 @@ RSpec.describe "RustyStdlib::NetHttp's lazy install" do
     expect(run(%(require "rusty_stdlib"\nrequire "open-uri"\nrequire "net/http"\n#{report}))).to eq(["[true, :installed, #{all.inspect}]"])
   end
 
+  it "installs after net/http is loaded by Kernel.require, an absolute path or a .rb suffix" do
+    absolute = $LOADED_FEATURES.grep(%r{/net/http\.rb\z}).first
+    ["Kernel.require 'net/http'", "require #{absolute.inspect}", "require 'net/http.rb'"].each do |load|
+      out = run(%(require "rusty_stdlib"\n#{load}\n#{report}))
+      expect(out).to eq(["[true, :installed, #{all.inspect}]"]), load
+    end
+  end
+
+  it "installs after net/http is required inside another file, once that file's require returns" do
+    Dir.mktmpdir do |dir|
+      File.write(File.join(dir, "client.rb"), %(require "json"\nrequire_relative "deeper"\n))
+      File.write(File.join(dir, "deeper.rb"), %(require_relative "uses_http"\n$during = RustyStdlib::NetHttp.pieces\n))
+      File.write(File.join(dir, "uses_http.rb"), %(require "net/http.rb"\n))
+      out = run(%(require "rusty_stdlib"\nrequire #{File.join(dir, 'client').inspect}\np $during\n#{report}))
+      expect(out).to eq(["[:uri_form]", "[true, :installed, #{all.inspect}]"])
+    end
+  end
+
+  it "installs at the next require after a require_relative of net/http's files" do
+    http = $LOADED_FEATURES.grep(%r{/net/http\.rb\z}).first
+    Dir.mktmpdir do |dir|
+      File.write(File.join(dir, "main.rb"), <<~RUBY)
+        require "rusty_stdlib"
+        require_relative #{http.inspect}
+        p RustyStdlib::NetHttp.pieces
+        require "set"
+        #{report}
+      RUBY
+      out, err, status = ruby_run(%(load #{File.join(dir, 'main.rb').inspect}))
+      expect([err, status.success?]).to eq(["", true])
+      expect(out.lines.map(&:chomp)).to eq(["[:uri_form]", "[true, :installed, #{all.inspect}]"])
+    end
+  end
+
   it "installs nothing and watches no require with RUSTY_STDLIB=off" do
-    out = run(%(require "rusty_stdlib"\nrequire "net/http"\n#{report}\np Kernel.ancestors.include?(RustyStdlib::NetHttp::RequireHook)),
+    out = run(%(require "rusty_stdlib"\nrequire "net/http"\n#{report}\np [Kernel.ancestors, Kernel.singleton_class.ancestors].flatten.grep(/RustyStdlib/)),
               env: { "RUSTY_STDLIB" => "off" })
-    expect(out).to eq(['[false, "disabled by RUSTY_STDLIB=off", []]', "false"])
+    expect(out).to eq(['[false, "disabled by RUSTY_STDLIB=off", []]', "[]"])
   end
 
   it "predicts the versions it will find from the stdlib's source files" do
