@@ -35,6 +35,7 @@ pub const TYPE_USERDEF: u8 = b'u';
 pub const TYPE_USRMARSHAL: u8 = b'U';
 pub const TYPE_REGEXP: u8 = b'/';
 pub const TYPE_EXTENDED: u8 = b'e';
+pub const TYPE_DATA: u8 = b'd';
 pub const TYPE_STRUCT: u8 = b'S';
 pub const TYPE_CLASS: u8 = b'c';
 pub const TYPE_MODULE: u8 = b'm';
@@ -401,6 +402,12 @@ impl<'a> Reader<'a> {
     #[inline]
     pub fn remaining(&self) -> usize {
         self.data.len() - self.pos
+    }
+
+    /// The next byte, not consumed.
+    #[inline]
+    pub fn peek(&self) -> Option<u8> {
+        self.data.get(self.pos).copied()
     }
 
     #[inline]

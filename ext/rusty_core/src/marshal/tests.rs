@@ -196,3 +196,13 @@ fn splits_class_paths() {
         assert!(split_class_path(bad).any(|p| p.is_none()), "{:?}", bad);
     }
 }
+
+#[test]
+fn peek_does_not_consume() {
+    let mut r = Reader::new(b"ed");
+    assert_eq!(r.peek(), Some(b'e'));
+    assert_eq!(r.byte(), Some(b'e'));
+    assert_eq!(r.peek(), Some(b'd'));
+    assert_eq!(r.byte(), Some(b'd'));
+    assert_eq!(r.peek(), None);
+}

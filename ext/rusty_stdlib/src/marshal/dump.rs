@@ -30,6 +30,7 @@ use rb_sys::{ruby_value_type as T, VALUE};
 use rusty_core::marshal as core;
 
 use super::classes;
+use super::extended::{self, data_ids};
 use super::hooks::{self, DumpHook};
 use super::ids::{self, ids};
 use crate::helpers::raw::{class_of, flags, str_bytes};
@@ -228,6 +229,9 @@ struct Dumper<'t> {
     root_limit: i32,
     /// The exception to raise: one a hook raised, or MRI's for what a hook did.
     error: Option<Error>,
+    /// Path symbols (pinned) of the modules an extended object's record starts with
+    /// (`e` records), written by the record's writer where MRI's `w_extended` writes them.
+    extensions: Vec<VALUE>,
 }
 
 /// How a native dump ended.
@@ -277,6 +281,7 @@ fn run(ruby: &Ruby, obj: VALUE, limit: i32, scan: bool) -> (Result<Vec<u8>, Opti
         root: obj,
         root_limit: limit,
         error: None,
+        extensions: Vec::new(),
     };
     dumper.out.push(core::MAJOR);
     dumper.out.push(core::MINOR);
@@ -481,8 +486,12 @@ impl Dumper<'_> {
             core::write_float_body(&mut self.out, unsafe { rb_sys::NUM2DBL(obj) });
             return Ok(());
         }
-        let klass = class_of(obj);
+        let mut klass = class_of(obj);
         let builtin = unsafe { rb_sys::RB_BUILTIN_TYPE(obj) };
+        if extended::is_singleton(klass) && extendable(builtin) {
+            // An extended object: its `e` records are written by the record's writer.
+            klass = self.extension(obj, klass, builtin)?;
+        }
         if builtin == T::RUBY_T_OBJECT
             || (builtin == T::RUBY_T_DATA && klass != unsafe { rb_sys::rb_cTime })
         {
@@ -562,6 +571,7 @@ impl Dumper<'_> {
             T::RUBY_T_CLASS => self.w_class_ref(obj, klass, core::TYPE_CLASS),
             T::RUBY_T_MODULE => self.w_class_ref(obj, klass, core::TYPE_MODULE),
             T::RUBY_T_DATA if klass == unsafe { rb_sys::rb_cTime } => self.w_time(obj, limit),
+            T::RUBY_T_DATA => self.w_data(obj, klass, limit),
             _ => Err(Fallback),
         }
     }
@@ -667,6 +677,7 @@ impl Dumper<'_> {
         if ivars > 0 {
             self.out.push(core::TYPE_IVAR);
         }
+        self.w_extensions()?;
         self.out.push(core::TYPE_STRUCT);
         self.w_symbol(path_sym)?;
         self.w_long(len as i64);
@@ -858,6 +869,7 @@ impl Dumper<'_> {
             return Err(Fallback);
         }
         self.enter()?;
+        self.w_extensions()?;
         self.out.push(core::TYPE_OBJECT);
         self.w_symbol(path_sym)?;
         self.w_long(count.count as i64);
@@ -912,6 +924,7 @@ impl Dumper<'_> {
 
     /// The `C` record prefix for a subclass found by `uclass`.
     fn w_uclass(&mut self, uclass: Option<VALUE>) -> Step {
+        self.w_extensions()?;
         if let Some(sym) = uclass {
             self.out.push(core::TYPE_UCLASS);
             self.w_symbol(sym)?;
@@ -1360,6 +1373,116 @@ impl Dumper<'_> {
             self.w_long(1);
             self.w_encoding(enc)?;
         }
+        Ok(())
+    }
+}
+
+/// The types whose records MRI starts with `e` records (through `w_class` or `w_uclass`
+/// with the singleton check); other objects with a singleton class (classes, modules)
+/// take their usual path.
+fn extendable(builtin: T) -> bool {
+    matches!(
+        builtin,
+        T::RUBY_T_OBJECT
+            | T::RUBY_T_STRING
+            | T::RUBY_T_REGEXP
+            | T::RUBY_T_ARRAY
+            | T::RUBY_T_HASH
+            | T::RUBY_T_STRUCT
+            | T::RUBY_T_DATA
+    )
+}
+
+/// Extended objects (`e` records) and `_dump_data` objects (`d` records).
+impl Dumper<'_> {
+    /// For an object whose class is the singleton class `singleton`: its real class, with
+    /// the `e` records MRI writes for it queued in `extensions`. Only the records MRI
+    /// writes through `w_extended` (objects, Strings, Regexps, Arrays, Hashes, Structs and
+    /// `d` objects) and only bare singleton classes of named modules; hooks anywhere in
+    /// the singleton's chain (MRI writes no `e` before a `U`/`u`), Ranges and the rest
+    /// are the stdlib's.
+    fn extension(&mut self, obj: VALUE, singleton: VALUE, builtin: T) -> Result<VALUE, Fallback> {
+        if !self.extensions.is_empty() {
+            return Err(Fallback);
+        }
+        // Asking runs no Ruby code; a hook (or a respond_to? override) in the chain is
+        // the stdlib's.
+        if hooks::dump_hook(obj, singleton) != Some(DumpHook::None) {
+            return Err(Fallback);
+        }
+        if builtin == T::RUBY_T_HASH && !hash_methods_are_core(singleton) {
+            return Err(Fallback); // w_hash calls `default` and `compare_by_identity?`
+        }
+        let (real, modules) = extended::extension_modules(singleton).ok_or(Fallback)?;
+        self.tables.pin(modules);
+        if builtin == T::RUBY_T_STRUCT && classes::allocates_ranges(real) {
+            return Err(Fallback);
+        }
+        if builtin == T::RUBY_T_DATA
+            && unsafe { rb_sys::rb_obj_respond_to(obj, data_ids().dump_data, 1) } == 0
+        {
+            return Err(Fallback); // MRI's "no _dump_data" TypeError: the stdlib's
+        }
+        let count = unsafe { rb_sys::RARRAY_LEN(modules) };
+        let mut names = Vec::with_capacity(count as usize);
+        for i in 0..count {
+            let module = unsafe { rb_sys::RARRAY_AREF(modules, i as isize) };
+            let path = extended::module_name(module).ok_or(Fallback)?;
+            self.tables.pin(path);
+            let sym = magnus::rb_sys::protect(|| unsafe { rb_sys::rb_str_intern(path) })
+                .map_err(|_| Fallback)?;
+            self.tables.pin(sym);
+            names.push(sym);
+        }
+        self.extensions = names;
+        Ok(real)
+    }
+
+    /// The queued `e` records of the object being written (MRI's `w_extended`).
+    fn w_extensions(&mut self) -> Step {
+        for sym in std::mem::take(&mut self.extensions) {
+            self.out.push(core::TYPE_EXTENDED);
+            self.w_symbol(sym)?;
+        }
+        Ok(())
+    }
+
+    /// A `d` record, as MRI writes a `T_DATA` object without `marshal_dump`/`_dump`:
+    /// remembered, `_dump_data` called, then its `e` records, the class and the result.
+    /// Objects that don't answer `_dump_data` (MRI's TypeError), carry ivars, or whose
+    /// class Marshal converts through a compat allocator are the stdlib's. A scan only
+    /// remembers it.
+    fn w_data(&mut self, obj: VALUE, klass: VALUE, limit: i32) -> Step {
+        let ids = data_ids();
+        if flags(obj) & FL_EXIVAR != 0
+            || hooks::has_compat_allocator(klass)
+            || !ids::respond_to_is_core(klass)
+            || unsafe { rb_sys::rb_obj_respond_to(obj, ids.dump_data, 1) } == 0
+        {
+            return Err(Fallback);
+        }
+        // MRI calls the hook before it finds an anonymous class unnamable; the stdlib
+        // will do both, once.
+        let sym = self.path_symbol(klass)?;
+        self.tables.pin(sym);
+        self.remember(obj);
+        if self.scan {
+            self.extensions.clear();
+            return Ok(());
+        }
+        let extensions = std::mem::take(&mut self.extensions);
+        self.ensure_scanned()?;
+        self.enter()?;
+        let v = self.call_hook(obj, ids.dump_data, "_dump_data", &[])?;
+        if flags(obj) & FL_EXIVAR != 0 {
+            return Err(Fallback); // the hook gave the object ivars
+        }
+        self.extensions = extensions;
+        self.w_extensions()?;
+        self.out.push(core::TYPE_DATA);
+        self.w_symbol(sym)?;
+        self.w_object(v, limit)?;
+        self.depth -= 1;
         Ok(())
     }
 }

@@ -30,6 +30,7 @@ use rb_sys::VALUE;
 use rusty_core::marshal::{self as core, Reader};
 
 use super::classes;
+use super::extended::{self, data_ids};
 use super::hooks;
 use super::ids::{self, ids};
 use super::key_cache::KeyCache;
@@ -450,6 +451,7 @@ impl Loader<'_> {
                 core::TYPE_USERDEF => self.r_userdef(true),
                 core::TYPE_UCLASS => self.r_uclass(true),
                 core::TYPE_REGEXP => self.r_regexp(true),
+                core::TYPE_EXTENDED => self.r_extended(true),
                 t @ (core::TYPE_ARRAY
                 | core::TYPE_HASH
                 | core::TYPE_HASH_DEF
@@ -467,6 +469,8 @@ impl Loader<'_> {
             core::TYPE_UCLASS => self.r_uclass(false),
             core::TYPE_USERDEF => self.r_userdef(false),
             core::TYPE_USRMARSHAL => self.r_usrmarshal(),
+            core::TYPE_EXTENDED => self.r_extended(false),
+            core::TYPE_DATA => self.r_data(false),
             core::TYPE_SYMBOL => self.r_symreal(false),
             core::TYPE_SYMLINK => self.r_symlink().map(|(sym, _)| sym),
             core::TYPE_LINK => {
@@ -1447,5 +1451,141 @@ impl Loader<'_> {
             .map_err(|_| Fallback)?;
         unsafe { rb_sys::rb_ary_store(self.symbols, index as c_long, sym) };
         Ok(sym)
+    }
+}
+
+/// Extended objects (`e` records) and `_load_data` objects (`d` records).
+impl Loader<'_> {
+    /// `e` records (MRI's TYPE_EXTENDED; `ivar`: inside an `I` record): the modules, then
+    /// the object, read as usual and then extended with `rb_extend_object` (which runs no
+    /// hook), the last module named first, as MRI pops them. With `freeze` MRI extends
+    /// before it freezes, while we freeze as we go: the stdlib's. Records MRI treats
+    /// specially after an `e` (a `U` extended before `marshal_load`, a prepended class,
+    /// `u`, links) are the stdlib's too.
+    fn r_extended(&mut self, ivar: bool) -> Load<VALUE> {
+        if self.freeze {
+            return Err(Fallback);
+        }
+        let modules = unsafe { rb_sys::rb_ary_new() };
+        self.keep(modules);
+        loop {
+            let (name, _) = self.r_symbol()?;
+            let module = self.named_module(name)?;
+            unsafe { rb_sys::rb_ary_push(modules, module) };
+            if self.r.peek() != Some(core::TYPE_EXTENDED) {
+                break;
+            }
+            self.byte()?;
+        }
+        let t = self.r.peek().ok_or(Fallback)?;
+        let v = match t {
+            core::TYPE_STRING
+            | core::TYPE_REGEXP
+            | core::TYPE_ARRAY
+            | core::TYPE_HASH
+            | core::TYPE_HASH_DEF
+            | core::TYPE_STRUCT
+            | core::TYPE_UCLASS
+                if ivar =>
+            {
+                self.r_object_of(core::TYPE_IVAR)?
+            }
+            core::TYPE_STRING
+            | core::TYPE_REGEXP
+            | core::TYPE_ARRAY
+            | core::TYPE_HASH
+            | core::TYPE_HASH_DEF
+            | core::TYPE_STRUCT
+            | core::TYPE_UCLASS
+            | core::TYPE_OBJECT
+            | core::TYPE_IVAR => {
+                self.byte()?;
+                self.r_object_of(t)?
+            }
+            core::TYPE_DATA if !ivar => {
+                self.byte()?;
+                self.r_data(true)?
+            }
+            _ => return Err(Fallback),
+        };
+        if self.scan {
+            return Ok(v); // `d` objects are placeholders in a scan
+        }
+        if rb_sys::SPECIAL_CONST_P(v) || unsafe { rb_sys::rb_obj_frozen_p(v) } != 0 {
+            return Err(Fallback); // MRI raises (a Range is frozen): the stdlib's
+        }
+        let count = unsafe { rb_sys::RARRAY_LEN(modules) };
+        for i in (0..count).rev() {
+            let module = unsafe { rb_sys::RARRAY_AREF(modules, i as isize) };
+            self.guarded(|| unsafe {
+                rb_sys::rb_extend_object(v, module);
+                qnil()
+            })?;
+        }
+        // As a Hash key it would be hashed through its new ancestors.
+        if !core_hashing(class_of(v)) {
+            return Err(Fallback);
+        }
+        Ok(v)
+    }
+
+    /// The module an `e` record names (a class there means MRI's prepended-class case,
+    /// anything else its ArgumentError: both the stdlib's).
+    fn named_module(&mut self, name: VALUE) -> Load<VALUE> {
+        let name = unsafe { rb_sys::rb_sym2str(name) };
+        // Copied: resolving may allocate, and a compacting GC could move the name's bytes.
+        let path = crate::helpers::raw::str_bytes(name).to_vec();
+        let module = classes::resolve_path(&path).ok_or(Fallback)?;
+        if unsafe { !rb_sys::RB_TYPE_P(module, rb_sys::ruby_value_type::RUBY_T_MODULE) } {
+            return Err(Fallback);
+        }
+        Ok(module)
+    }
+
+    /// A `d` record, as MRI reads it: the class, a new instance from its allocator (which
+    /// must be a `T_DATA`), its link index, the data record, then `_load_data(data)`.
+    /// Classes without `_load_data` (MRI's TypeError) or an allocator, and compat
+    /// allocators, are the stdlib's. After `e` records (`extended`), MRI hands its module
+    /// list to the data record: only data records that ignore it are read here.
+    fn r_data(&mut self, extended: bool) -> Load<VALUE> {
+        let (name, _) = self.r_symbol()?;
+        let (klass, _) = self.named_class(name)?;
+        if !extended::load_data_class(klass) || !core_hashing(klass) {
+            return Err(Fallback);
+        }
+        if extended
+            && matches!(
+                self.r.peek(),
+                Some(
+                    core::TYPE_USRMARSHAL
+                        | core::TYPE_EXTENDED
+                        | core::TYPE_IVAR
+                        | core::TYPE_UCLASS
+                )
+            )
+        {
+            return Err(Fallback);
+        }
+        let v = magnus::rb_sys::protect(|| unsafe { rb_sys::rb_obj_alloc(klass) })
+            .map_err(|_| Fallback)?;
+        self.keep(v);
+        if unsafe { !rb_sys::RB_TYPE_P(v, rb_sys::ruby_value_type::RUBY_T_DATA) }
+            || unsafe { rb_sys::rb_obj_respond_to(v, data_ids().load_data, 1) } == 0
+        {
+            return Err(Fallback);
+        }
+        if self.scan {
+            self.entry(qnil());
+            self.r_object()?;
+            return Ok(qnil());
+        }
+        self.ensure_scanned()?;
+        self.entry(v);
+        let data = self.r_object()?;
+        self.call_hook(v, data_ids().load_data, data)?;
+        if self.freeze {
+            unsafe { rb_sys::rb_obj_freeze(v) };
+        }
+        Ok(v)
     }
 }

@@ -36,6 +36,7 @@
 
 mod classes;
 mod dump;
+mod extended;
 mod hooks;
 mod ids;
 mod key_cache;
