@@ -104,6 +104,20 @@ module RustyMarshalExtSpec
     def _load_data(_) = raise(EncodingError, "_load_data failed")
   end
 
+  # _dump_data adds (`@add`), removes (`@remove`) or swaps (`@swap`) ivars.
+  class IvarData < Thread::Mutex
+    def _dump_data
+      LOG << [:ivar_dump, instance_variables]
+      if instance_variable_defined?(:@add) then instance_variable_set(:"@n#{instance_variables.size}", 1)
+      elsif instance_variable_defined?(:@remove) then remove_instance_variable(:@remove)
+      elsif instance_variable_defined?(:@swap) then remove_instance_variable(:@swap) && instance_variable_set(:@new, 2)
+      end
+      0
+    end
+
+    def _load_data(data) = LOG << [:ivar_load, data]
+  end
+
   NotAModule = 5
 
   def self.ext(obj, *modules)
@@ -199,7 +213,11 @@ RSpec.describe "RustyStdlib::Marshal extended and _dump_data objects" do
     "_dump_data objects linked, nested and extended" =>
       -> { d = spec::Data.with([spec::Data.with(nil)]); [d, d, spec.ext(spec::Data.with([spec.ext(+"in", spec::Other)]), spec::Outer)] },
     "a _dump_data object whose data holds itself" => -> { d = spec::Data.new; spec::Data::PAYLOADS[d] = [d]; d },
-    "an Enumerator subclass with _dump_data" => -> { spec::EnumData.allocate }
+    "an Enumerator subclass with _dump_data" => -> { spec::EnumData.allocate },
+    "_dump_data objects with ivars" =>
+      -> { d = MarshalHelper.with_ivars(spec::Data.with(1), :@iv, [2], :@other, "x"); [d, spec.ext(d, spec::Other), d] },
+    "an extended _dump_data object with ivars" =>
+      -> { spec.ext(MarshalHelper.with_ivars(spec::Data.with([1]), :@iv, 2), spec::Outer) }
   }
 
   describe "dump" do
@@ -227,7 +245,6 @@ RSpec.describe "RustyStdlib::Marshal extended and _dump_data objects" do
       "a T_DATA object without _dump_data" => -> { [1, Thread::Mutex.new] },
       "an extended T_DATA object without _dump_data" => -> { spec.ext(Thread::Mutex.new, spec::Other) },
       "a _dump_data object of an anonymous class" => -> { Class.new(spec::Data).with(1) },
-      "a _dump_data object with ivars" => -> { MarshalHelper.with_ivars(spec::Data.with(1), :@iv, 1) }
     }
     fallbacks.each do |label, build|
       it "leaves #{label} to the stdlib before any hook runs" do
@@ -241,6 +258,18 @@ RSpec.describe "RustyStdlib::Marshal extended and _dump_data objects" do
       [spec::RaisingDumpData.new, [1, spec::SameClassData.new]].each do |value|
         expect { native_dump(value) }.to raise_error(StandardError)
         expect_same_calls { |m| m.dump(value) }
+      end
+    end
+
+    it "writes (or raises) what the stdlib does when _dump_data changes the object's ivars" do
+      [[], [:@add], %i[@add @x], [:@remove], %i[@remove @x], [:@swap], %i[@x @swap]].each do |names|
+        build = -> { names.each_with_object(spec::IvarData.new) { |n, d| d.instance_variable_set(n, 1) } }
+        results = [stdlib, ours].map do |m|
+          spec::LOG.clear
+          [Parity.outcome(stress: m == ours && Parity::GC_STRESS) { m.dump([build.call]) }, spec::LOG.dup]
+        end
+        expect(results[1]).to eq(results[0]), names.inspect
+        expect(native_dump([build.call])).not_to be_nil unless results[0][0].raised
       end
     end
 

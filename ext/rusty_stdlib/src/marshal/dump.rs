@@ -1438,6 +1438,27 @@ impl Dumper<'_> {
         Ok(real)
     }
 
+    /// Ruby 3.1's RuntimeError for ivars a `_dump_data` hook added or removed, naming the
+    /// object's class by its `to_s` (as MRI's message format does).
+    fn raise_ivars_changed(&mut self, obj: VALUE, added: bool) -> Fallback {
+        let klass = class_of(obj);
+        match magnus::rb_sys::protect(|| unsafe { rb_sys::rb_obj_as_string(klass) }) {
+            Ok(name) => {
+                self.tables.pin(name);
+                let name = String::from_utf8_lossy(str_bytes(name)).into_owned();
+                let ruby = unsafe { Ruby::get_unchecked() };
+                let message = if added {
+                    format!("instance variable added to {name} instance")
+                } else {
+                    format!("instance variable removed from {name} instance")
+                };
+                self.error = Some(Error::new(ruby.exception_runtime_error(), message));
+            }
+            Err(e) => self.error = Some(e),
+        }
+        Fallback
+    }
+
     /// The queued `e` records of the object being written (MRI's `w_extended`).
     fn w_extensions(&mut self) -> Step {
         for sym in std::mem::take(&mut self.extensions) {
@@ -1448,14 +1469,14 @@ impl Dumper<'_> {
     }
 
     /// A `d` record, as MRI writes a `T_DATA` object without `marshal_dump`/`_dump`:
-    /// remembered, `_dump_data` called, then its `e` records, the class and the result.
-    /// Objects that don't answer `_dump_data` (MRI's TypeError), carry ivars, or whose
-    /// class Marshal converts through a compat allocator are the stdlib's. A scan only
-    /// remembers it.
+    /// remembered, `_dump_data` called, then `I` if it has ivars, its `e` records, the
+    /// class, the result and the ivars. Objects that don't answer `_dump_data` (MRI's
+    /// TypeError) or whose class Marshal converts through a compat allocator are the
+    /// stdlib's. A scan only remembers it.
     fn w_data(&mut self, obj: VALUE, klass: VALUE, limit: i32) -> Step {
         let ids = data_ids();
-        if flags(obj) & FL_EXIVAR != 0
-            || hooks::has_compat_allocator(klass)
+        let ivars = generic_ivar_count(obj)?;
+        if hooks::has_compat_allocator(klass)
             || !ids::respond_to_is_core(klass)
             || unsafe { rb_sys::rb_obj_respond_to(obj, ids.dump_data, 1) } == 0
         {
@@ -1474,14 +1495,27 @@ impl Dumper<'_> {
         self.ensure_scanned()?;
         self.enter()?;
         let v = self.call_hook(obj, ids.dump_data, "_dump_data", &[])?;
-        if flags(obj) & FL_EXIVAR != 0 {
-            return Err(Fallback); // the hook gave the object ivars
+        // MRI counted the ivars before the hook: ones it adds to an object without any
+        // are not written. Otherwise Ruby 3.1 raises when the count changed, 3.3 writes
+        // the old count and then the ivars there are.
+        if ivars > 0 && rb_sys::RUBY_API_VERSION_CODE < 30300 {
+            let now = generic_ivar_count(obj)?;
+            if now != ivars {
+                return Err(self.raise_ivars_changed(obj, now > ivars));
+            }
+        }
+        if ivars > 0 {
+            self.out.push(core::TYPE_IVAR);
         }
         self.extensions = extensions;
         self.w_extensions()?;
         self.out.push(core::TYPE_DATA);
         self.w_symbol(sym)?;
         self.w_object(v, limit)?;
+        if ivars > 0 {
+            self.w_long(ivars as i64);
+            self.w_generic_ivars(obj, ivars, limit)?;
+        }
         self.depth -= 1;
         Ok(())
     }

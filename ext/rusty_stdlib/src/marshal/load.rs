@@ -452,6 +452,14 @@ impl Loader<'_> {
                 core::TYPE_UCLASS => self.r_uclass(true),
                 core::TYPE_REGEXP => self.r_regexp(true),
                 core::TYPE_EXTENDED => self.r_extended(true),
+                core::TYPE_DATA => {
+                    let v = self.r_data(false, true)?;
+                    self.r_ivars(v)?;
+                    if self.freeze {
+                        unsafe { rb_sys::rb_obj_freeze(v) };
+                    }
+                    Ok(v)
+                }
                 t @ (core::TYPE_ARRAY
                 | core::TYPE_HASH
                 | core::TYPE_HASH_DEF
@@ -470,7 +478,7 @@ impl Loader<'_> {
             core::TYPE_USERDEF => self.r_userdef(false),
             core::TYPE_USRMARSHAL => self.r_usrmarshal(),
             core::TYPE_EXTENDED => self.r_extended(false),
-            core::TYPE_DATA => self.r_data(false),
+            core::TYPE_DATA => self.r_data(false, false),
             core::TYPE_SYMBOL => self.r_symreal(false),
             core::TYPE_SYMLINK => self.r_symlink().map(|(sym, _)| sym),
             core::TYPE_LINK => {
@@ -1502,14 +1510,21 @@ impl Loader<'_> {
                 self.byte()?;
                 self.r_object_of(t)?
             }
-            core::TYPE_DATA if !ivar => {
+            core::TYPE_DATA if ivar => {
+                // MRI hands the modules to the data record here too (see `r_data`).
                 self.byte()?;
-                self.r_data(true)?
+                let v = self.r_data(true, true)?;
+                self.r_ivars(v)?;
+                v
+            }
+            core::TYPE_DATA => {
+                self.byte()?;
+                self.r_data(true, false)?
             }
             _ => return Err(Fallback),
         };
         if self.scan {
-            return Ok(v); // `d` objects are placeholders in a scan
+            return Ok(v); // `d` objects are not loaded in a scan
         }
         if rb_sys::SPECIAL_CONST_P(v) || unsafe { rb_sys::rb_obj_frozen_p(v) } != 0 {
             return Err(Fallback); // MRI raises (a Range is frozen): the stdlib's
@@ -1546,8 +1561,10 @@ impl Loader<'_> {
     /// must be a `T_DATA`), its link index, the data record, then `_load_data(data)`.
     /// Classes without `_load_data` (MRI's TypeError) or an allocator, and compat
     /// allocators, are the stdlib's. After `e` records (`extended`), MRI hands its module
-    /// list to the data record: only data records that ignore it are read here.
-    fn r_data(&mut self, extended: bool) -> Load<VALUE> {
+    /// list to the data record: only data records that ignore it are read here. Inside an
+    /// `I` record (`partial`) it is frozen after its ivars. A scan reads the record
+    /// without calling the hook (the object stays as allocated).
+    fn r_data(&mut self, extended: bool, partial: bool) -> Load<VALUE> {
         let (name, _) = self.r_symbol()?;
         let (klass, _) = self.named_class(name)?;
         if !extended::load_data_class(klass) || !core_hashing(klass) {
@@ -1575,15 +1592,15 @@ impl Loader<'_> {
             return Err(Fallback);
         }
         if self.scan {
-            self.entry(qnil());
+            self.entry(v);
             self.r_object()?;
-            return Ok(qnil());
+            return Ok(v);
         }
         self.ensure_scanned()?;
         self.entry(v);
         let data = self.r_object()?;
         self.call_hook(v, data_ids().load_data, data)?;
-        if self.freeze {
+        if self.freeze && !partial {
             unsafe { rb_sys::rb_obj_freeze(v) };
         }
         Ok(v)
