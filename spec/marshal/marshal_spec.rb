@@ -316,7 +316,6 @@ RSpec.describe "RustyStdlib::Marshal" do
         [Object.new.tap { |o| o.singleton_class.prepend(RustyMarshalSpecExt) }],
       "a raised exception (its backtrace object)" => [begin; raise ArgumentError, "boom"; rescue => e; e; end],
       "a Time with an ivar" => [Time.at(0).tap { |t| t.instance_variable_set(:@note, 1) }],
-      "a Time with a singleton method" => [Time.at(0).tap { |t| t.define_singleton_method(:x) { 1 } }],
       "a Struct of an anonymous class" => [Struct.new(:a).new(1)],
       "String/Array/Hash subclasses extended with an anonymous module" =>
         [RustyMarshalSpecString.new("x").extend(Module.new), RustyMarshalSpecArray.new([1]).extend(Module.new),

@@ -489,6 +489,9 @@ impl Dumper<'_> {
         let mut klass = class_of(obj);
         let builtin = unsafe { rb_sys::RB_BUILTIN_TYPE(obj) };
         if extended::is_singleton(klass) && extendable(builtin) {
+            if let Some((hook, sym)) = self.singleton_hook(obj, klass)? {
+                return self.w_hooked(obj, hook, sym, limit);
+            }
             // An extended object: its `e` records are written by the record's writer.
             klass = self.extension(obj, klass, builtin)?;
         }
@@ -1457,6 +1460,24 @@ impl Dumper<'_> {
             Err(e) => self.error = Some(e),
         }
         Fallback
+    }
+
+    /// The dump hook of an object with a singleton class, asked of the object itself (its
+    /// modules or singleton methods may define one), with the symbol of its real class:
+    /// MRI writes such an object as a `U`/`u` record of that class, with no `e` records
+    /// and no check of the singleton class.
+    fn singleton_hook(
+        &mut self,
+        obj: VALUE,
+        singleton: VALUE,
+    ) -> Result<Option<(DumpHook, VALUE)>, Fallback> {
+        let hook = hooks::dump_hook(obj, singleton).ok_or(Fallback)?;
+        if hook == DumpHook::None {
+            return Ok(None);
+        }
+        let sym = self.path_symbol(unsafe { rb_sys::rb_class_real(singleton) })?;
+        self.tables.pin(sym);
+        Ok(Some((hook, sym)))
     }
 
     /// The queued `e` records of the object being written (MRI's `w_extended`).
