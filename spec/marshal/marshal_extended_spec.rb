@@ -225,17 +225,30 @@ RSpec.describe "RustyStdlib::Marshal extended and _dump_data objects" do
       -> { spec.ext(MarshalHelper.with_ivars(spec::Data.with([1]), :@iv, 2), spec::Outer) }
   }
 
-  # Dumped natively; loading them is MRI's TypeError (Plain has no marshal_load).
+  # Times with instance variables (Time#_dump copies them onto its String).
+  native["Times with ivars"] = lambda do
+    t = MarshalHelper.with_ivars(Time.at(0, 5, :nsec, in: "+09:00"), :@note, "n", :@list, [1])
+    [t, t, MarshalHelper.with_ivars(Time.at(1).utc, :@n, 1), MarshalHelper.with_ivars(Time.now, :@m, { k: Time.at(2) })]
+  end
+
+  # Ruby 3.1 dumps the Time again inside itself (and loads it); 3.3 raises.
   dump_only = {
+    "a Time with an ivar that holds it" =>
+      -> { t = Time.at(0, 5, :nsec, in: "+09:00"); t.instance_variable_set(:@self_ref, [t]); [t, t] }
+  }
+
+  # Dumped natively; loading them is MRI's TypeError (Plain has no marshal_load).
+  dump_only.merge!(
     "marshal_dump from an extended module" =>
       -> { [spec.ext(spec::Plain.new, spec::Dumping), spec.ext(+"str", spec::Dumping), spec.ext({}, spec::Other, spec::Dumping)] }
-  }
+  )
 
   describe "dump" do
     native.merge(dump_only).each do |label, build|
       it "writes the stdlib's bytes for #{label}, natively, running the hooks as the stdlib does" do
         value = build.call
-        expect(native_dump(value)).not_to be_nil
+        # Decided natively: the bytes, or MRI's error raised natively.
+        expect(begin; native_dump(value); rescue RuntimeError => e; e; end).not_to be_nil
         expect_same_calls { |m| m.dump(value) }
       end
     end
@@ -304,7 +317,13 @@ RSpec.describe "RustyStdlib::Marshal extended and _dump_data objects" do
 
     dump_only.each do |label, build|
       it "loads the stdlib's dump of #{label} like the stdlib" do
-        expect_same_load(stdlib.dump(build.call))
+        value = build.call
+        bytes = begin
+          stdlib.dump(value)
+        rescue RuntimeError
+          next # Ruby 3.3 can't dump it
+        end
+        expect_same_load(bytes)
       end
     end
 

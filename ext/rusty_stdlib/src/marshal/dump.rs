@@ -138,9 +138,14 @@ impl DumpTables {
     fn lookup_object(&self, obj: VALUE) -> Option<u32> {
         unsafe { &*self.objects.get() }.get(&obj).copied()
     }
+    /// Numbers `obj`. An object numbered twice (a `_dump` object met again while its
+    /// String's ivars are written) keeps its first number, as MRI's `st_add_direct`
+    /// table finds the first entry.
     #[inline]
     fn insert_object(&self, obj: VALUE, index: u32) {
-        unsafe { &mut *self.objects.get() }.insert(obj, index);
+        unsafe { &mut *self.objects.get() }
+            .entry(obj)
+            .or_insert(index);
     }
     fn lookup_class(&self, klass: VALUE) -> Option<VALUE> {
         let classes = unsafe { &*self.classes.get() };
@@ -580,7 +585,8 @@ impl Dumper<'_> {
     }
 
     /// A Time, as MRI writes any `_dump` object: `Iu:\tTime`, the String `Time#_dump`
-    /// returns, that String's (internal) ivars; the Time takes its link index last.
+    /// returns, that String's ivars (the Time's own, which `Time#_dump` copies onto it,
+    /// then the internal ones); the Time takes its link index last.
     fn w_time(&mut self, obj: VALUE, limit: i32) -> Step {
         if self.checked & CHECK_TIME == 0 {
             if !ids::core_time_dump(obj) {
@@ -588,8 +594,9 @@ impl Dumper<'_> {
             }
             self.checked |= CHECK_TIME;
         }
-        if flags(obj) & FL_EXIVAR != 0 {
-            return Err(Fallback);
+        // A Time met again inside its own ivars: as for any `_dump` object (`w_hooked`).
+        if rb_sys::RUBY_API_VERSION_CODE >= 30300 && self.tables.userdef_in_progress(obj) {
+            return Err(self.raise_runtime("can't dump recursive object using _dump()"));
         }
         let ids = ids();
         let level = unsafe { rb_sys::rb_int2inum(limit as isize) };
@@ -625,6 +632,7 @@ impl Dumper<'_> {
         core::write_bytes(&mut self.out, bytes);
         if count.count > 0 {
             self.w_long(count.count as i64);
+            self.tables.push_userdef(obj);
             let mut walk = IvarWalk {
                 dumper: self,
                 limit,
@@ -633,7 +641,9 @@ impl Dumper<'_> {
             unsafe {
                 rb_sys::rb_ivar_foreach(data, Some(write_ivar), &mut walk as *mut IvarWalk as _);
             }
-            if walk.failed {
+            let failed = walk.failed;
+            self.tables.pop_userdef();
+            if failed {
                 return Err(Fallback);
             }
         }

@@ -568,8 +568,9 @@ impl Loader<'_> {
     }
 
     /// A `u` record of the core Time (the only `_load` class read natively): the String,
-    /// its ivars (the internal names `Time#_dump` writes, with the types it writes), then
-    /// `Time._load`; the Time takes its link index after the ivar values.
+    /// its ivars (the internal names `Time#_dump` writes, with the types it writes, and
+    /// the Time's own `@` ivars, which `Time._load` copies), then `Time._load`; the Time
+    /// takes its link index after the ivar values.
     fn r_time(&mut self, with_ivars: bool) -> Load<VALUE> {
         let ids = ids();
         if !self.time_checked {
@@ -588,7 +589,13 @@ impl Loader<'_> {
                 let (name, plain) = self.r_symbol()?;
                 let id = unsafe { rb_sys::SYM2ID(name) };
                 if !plain || !ids.time_ivars.contains(&id) {
-                    return Err(Fallback);
+                    // The Time's own ivars, which `Time._load` copies from the String.
+                    if !plain || unsafe { rb_sys::rb_is_instance_id(id) } == 0 {
+                        return Err(Fallback);
+                    }
+                    let value = self.r_object()?;
+                    unsafe { rb_sys::rb_ivar_set(data, id, value) };
+                    continue;
                 }
                 let value = self.r_object()?;
                 let ok = if id == ids.time_ivars[1] {
