@@ -58,6 +58,15 @@ module RustyMarshalExtSpec
 
   Pair = Struct.new(:left, :right)
   class Str < String; end
+  class Rng < Range; end
+
+  # A Range subclass whose initialize is Ruby code: loading it is the stdlib's.
+  class OwnInitRange < Range
+    def initialize(*args)
+      LOG << :range_initialize
+      super
+    end
+  end
   class Ary < Array; end
   class Hsh < Hash; end
 
@@ -225,6 +234,10 @@ RSpec.describe "RustyStdlib::Marshal extended and _dump_data objects" do
       -> { spec.ext(MarshalHelper.with_ivars(spec::Data.with([1]), :@iv, 2), spec::Outer) }
   }
 
+  # Range subclasses (o records through Range's compat dumper and loader).
+  native["Range subclasses, one extended"] =
+    -> { r = spec::Rng.new(1, 2); [r, r, spec::Rng.new("a", "c", true), spec.ext(spec::Rng.new(nil, 2.5), spec::Other)] }
+
   # Times with instance variables (Time#_dump copies them onto its String).
   native["Times with ivars"] = lambda do
     t = MarshalHelper.with_ivars(Time.at(0, 5, :nsec, in: "+09:00"), :@note, "n", :@list, [1])
@@ -370,6 +383,14 @@ RSpec.describe "RustyStdlib::Marshal extended and _dump_data objects" do
       bytes = stdlib.dump(spec.ext(spec::Data.with(spec.ext(+"in", spec::Other)), spec::Outer))
       expect(native_load(bytes)).to equal(fallback)
       expect_same_load(bytes)
+    end
+
+    it "leaves Range subclasses with their own initialize or with ivars to the stdlib" do
+      [spec::OwnInitRange.new(1, 2), spec::Rng.new(1, 2).tap { |r| r.instance_variable_set(:@iv, 1) }].each do |v|
+        bytes = stdlib.dump(v)
+        expect(native_load(bytes)).to equal(fallback)
+        expect_same_load(bytes)
+      end
     end
 
     it "raises what _load_data raises" do

@@ -635,7 +635,7 @@ RSpec.describe "RustyStdlib::Marshal" do
       Object.const_set(:RustyMarshalSpecRange, klass) unless defined?(RustyMarshalSpecRange)
       selfish = []
       selfish << (selfish..selfish)
-      values = [Object.new.tap { |o| o.singleton_class.prepend(Comparable) }, RustyMarshalSpecRange.new(1, 2), selfish, (Time.at(0)..Time.at(1)),
+      values = [Object.new.tap { |o| o.singleton_class.prepend(Comparable) }, selfish, (Time.at(0)..Time.at(1)),
                 Regexp.new("r").tap { |r| r.instance_variable_set(:@i, 1) },
                 Class.new(Regexp).tap { |c| Object.const_set(:RustyMarshalSpecRegexp, c) unless defined?(RustyMarshalSpecRegexp) } &&
                   RustyMarshalSpecRegexp.new("sub")]

@@ -764,6 +764,7 @@ impl Dumper<'_> {
         self.remember(obj);
         self.enter()?;
         let ids = ids();
+        self.w_extensions()?; // an extended Range subclass
         self.out.push(core::TYPE_OBJECT);
         self.w_symbol(sym)?;
         self.w_long(3);
@@ -1428,9 +1429,6 @@ impl Dumper<'_> {
         }
         let (real, modules) = extended::extension_modules(singleton).ok_or(Fallback)?;
         self.tables.pin(modules);
-        if builtin == T::RUBY_T_STRUCT && classes::allocates_ranges(real) {
-            return Err(Fallback);
-        }
         if builtin == T::RUBY_T_DATA
             && unsafe { rb_sys::rb_obj_respond_to(obj, data_ids().dump_data, 1) } == 0
         {

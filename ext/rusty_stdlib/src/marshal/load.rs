@@ -300,6 +300,17 @@ fn core_comparison(beg: VALUE, end: VALUE) -> bool {
     core(beg).is_some() && core(end).is_some()
 }
 
+fn range_initialize_id() -> rb_sys::ID {
+    static ID: OnceLock<rb_sys::ID> = OnceLock::new();
+    *ID.get_or_init(|| unsafe { rb_sys::rb_intern(c"initialize".as_ptr()) })
+}
+
+/// Whether instances of the Range subclass `klass` initialize with Range's own
+/// `initialize` (a C method), which MRI's compat loader runs the equivalent of.
+fn range_initialize_is_core(klass: VALUE) -> bool {
+    unsafe { rb_sys::rb_method_basic_definition_p(klass, range_initialize_id()) != 0 }
+}
+
 /// What the instances of a class named in an `o` or `S` record are, as far as loading
 /// them natively goes.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -318,6 +329,9 @@ enum ClassKind {
     Range = 6,
     /// Exceptions: `o` records whose ivar names need no `@`.
     Exception = 7,
+    /// Range subclasses whose `initialize` is Range's (their `o` records go through
+    /// Range's compat loader, which initializes a new instance of the subclass).
+    RangeSub = 8,
 }
 
 /// Which core class `klass` strictly inherits from, for a `C` record.
@@ -345,6 +359,7 @@ impl ClassKind {
             4 => ClassKind::ArraySub,
             5 => ClassKind::HashSub,
             6 => ClassKind::Range,
+            8 => ClassKind::RangeSub,
             7 => ClassKind::Exception,
             _ => ClassKind::Other,
         }
@@ -799,7 +814,7 @@ impl Loader<'_> {
     /// and `end` of a stand-in object, then a new Range. The link index (reserved in
     /// `slot`) is a placeholder until then: a link to it (MRI would give the uninitialized
     /// Range) is the stdlib's. Endpoints whose `<=>` could be Ruby code are too.
-    fn r_range(&mut self, slot: usize) -> Load<VALUE> {
+    fn r_range(&mut self, slot: usize, klass: VALUE) -> Load<VALUE> {
         let undef = rb_sys::Qundef as VALUE;
         self.set_entry(slot, undef);
         if self.long()? != 3 {
@@ -831,8 +846,24 @@ impl Loader<'_> {
         }
         let excl = c_int::from(rb_sys::TEST(excl));
         // "bad value for range" when <=> gives nil: the stdlib raises it.
-        let range = magnus::rb_sys::protect(|| unsafe { rb_sys::rb_range_new(beg, end, excl) })
-            .map_err(|_| Fallback)?;
+        let range = if klass == unsafe { rb_sys::rb_cRange } {
+            magnus::rb_sys::protect(|| unsafe { rb_sys::rb_range_new(beg, end, excl) })
+        } else {
+            // A subclass: MRI's loader initializes a new instance as Range#initialize does
+            // (so, unlike a Range, it is not frozen).
+            let excl = if excl != 0 {
+                rb_sys::Qtrue
+            } else {
+                rb_sys::Qfalse
+            } as VALUE;
+            magnus::rb_sys::protect(|| unsafe {
+                let range = rb_sys::rb_obj_alloc(klass);
+                let args = [beg, end, excl];
+                rb_sys::rb_funcallv(range, range_initialize_id(), 3, args.as_ptr());
+                range
+            })
+        }
+        .map_err(|_| Fallback)?;
         self.set_entry(slot, range);
         if self.freeze {
             unsafe { rb_sys::rb_obj_freeze(range) };
@@ -887,7 +918,7 @@ impl Loader<'_> {
         let (klass, exception) = match self.named_class(path_sym)? {
             (klass, ClassKind::Plain) => (klass, false),
             (klass, ClassKind::Exception) => (klass, true),
-            (_, ClassKind::Range) => return self.r_range(slot),
+            (klass, ClassKind::Range | ClassKind::RangeSub) => return self.r_range(slot, klass),
             _ => return Err(Fallback),
         };
         let obj = unsafe { rb_sys::rb_obj_alloc(klass) };
@@ -1206,6 +1237,8 @@ impl Loader<'_> {
             ClassKind::Plain
         } else if klass == unsafe { rb_sys::rb_cRange } {
             ClassKind::Range
+        } else if classes::allocates_ranges(klass) && range_initialize_is_core(klass) {
+            ClassKind::RangeSub
         } else if classes::allocates_exceptions(klass) {
             ClassKind::Exception
         } else if classes::allocates_structs(klass) {
