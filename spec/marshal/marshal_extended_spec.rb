@@ -59,6 +59,7 @@ module RustyMarshalExtSpec
   Pair = Struct.new(:left, :right)
   class Str < String; end
   class Rng < Range; end
+  class Re < Regexp; end
 
   # A Range subclass whose initialize is Ruby code: loading it is the stdlib's.
   class OwnInitRange < Range
@@ -135,7 +136,7 @@ module RustyMarshalExtSpec
   end
 end
 
-RSpec.describe "RustyStdlib::Marshal extended and _dump_data objects" do
+RSpec.describe "RustyStdlib::Marshal extended and _dump_data objects, Time ivars, Range and Regexp subclasses" do
   spec = RustyMarshalExtSpec
   ours = RustyStdlib::Marshal
   stdlib = MarshalHelper::Stdlib
@@ -237,6 +238,14 @@ RSpec.describe "RustyStdlib::Marshal extended and _dump_data objects" do
   # Range subclasses (o records through Range's compat dumper and loader).
   native["Range subclasses, one extended"] =
     -> { r = spec::Rng.new(1, 2); [r, r, spec::Rng.new("a", "c", true), spec.ext(spec::Rng.new(nil, 2.5), spec::Other)] }
+
+  # Regexp subclasses: MRI reads the Regexp inside the `C` without its encoding ivar (so
+  # with Ruby 1.8's escape step) and sets the encoding on the Regexp afterwards.
+  native["Regexp subclasses"] = lambda do
+    [spec::Re.new("ab+c", "i"), spec::Re.new("\\d+\\h\\\\k\\S"), spec::Re.new("caf\u00e9"), spec::Re.new("x".b),
+     spec::Re.new("\u65e5".encode("EUC-JP")), spec::Re.new("(?<n>x)\\k<n>", Regexp::EXTENDED | Regexp::MULTILINE),
+     MarshalHelper.with_ivars(spec::Re.new("iv"), :@note, [1]), spec.ext(spec::Re.new("e"), spec::Other)]
+  end
 
   # Times with instance variables (Time#_dump copies them onto its String).
   native["Times with ivars"] = lambda do

@@ -636,9 +636,7 @@ RSpec.describe "RustyStdlib::Marshal" do
       selfish = []
       selfish << (selfish..selfish)
       values = [Object.new.tap { |o| o.singleton_class.prepend(Comparable) }, selfish, (Time.at(0)..Time.at(1)),
-                Regexp.new("r").tap { |r| r.instance_variable_set(:@i, 1) },
-                Class.new(Regexp).tap { |c| Object.const_set(:RustyMarshalSpecRegexp, c) unless defined?(RustyMarshalSpecRegexp) } &&
-                  RustyMarshalSpecRegexp.new("sub")]
+                Regexp.new("r").tap { |r| r.instance_variable_set(:@i, 1) }]
       values.each do |v|
         bytes = stdlib.dump(v)
         expect(native_load(bytes)).to equal(fallback)

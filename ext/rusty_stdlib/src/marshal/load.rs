@@ -332,6 +332,8 @@ enum ClassKind {
     /// Range subclasses whose `initialize` is Range's (their `o` records go through
     /// Range's compat loader, which initializes a new instance of the subclass).
     RangeSub = 8,
+    /// Strict subclasses of Regexp with core hashing: `C` records.
+    RegexpSub = 9,
 }
 
 /// Which core class `klass` strictly inherits from, for a `C` record.
@@ -341,6 +343,7 @@ fn core_subclass_kind(klass: VALUE) -> Option<ClassKind> {
             (rb_sys::rb_cString, ClassKind::StringSub),
             (rb_sys::rb_cArray, ClassKind::ArraySub),
             (rb_sys::rb_cHash, ClassKind::HashSub),
+            (rb_sys::rb_cRegexp, ClassKind::RegexpSub),
         ]
     };
     bases.into_iter().find_map(|(base, kind)| {
@@ -360,6 +363,7 @@ impl ClassKind {
             5 => ClassKind::HashSub,
             6 => ClassKind::Range,
             8 => ClassKind::RangeSub,
+            9 => ClassKind::RegexpSub,
             7 => ClassKind::Exception,
             _ => ClassKind::Other,
         }
@@ -1043,6 +1047,9 @@ impl Loader<'_> {
                 return self.r_string_with_ivars(klass); // given its class before its ivars
             }
             (ClassKind::StringSub, core::TYPE_STRING) => self.r_string()?,
+            (ClassKind::RegexpSub, core::TYPE_REGEXP) => {
+                return self.r_regexp_subclass(klass, ivar)
+            }
             (ClassKind::ArraySub, core::TYPE_ARRAY)
             | (ClassKind::HashSub, core::TYPE_HASH | core::TYPE_HASH_DEF) => {
                 if !ivar {
@@ -1644,5 +1651,43 @@ impl Loader<'_> {
             unsafe { rb_sys::rb_obj_freeze(v) };
         }
         Ok(v)
+    }
+}
+
+/// Regexp subclasses (`C` records of a Regexp).
+impl Loader<'_> {
+    /// A `C` record of a Regexp subclass, as MRI reads it: the Regexp record inside the
+    /// `C` is read without its `I` ivars (MRI passes none down), so its source gets the
+    /// Ruby 1.8 escape step and is compiled as bytes; then the subclass is set, then the
+    /// `I` record's ivars (the encoding, set on the Regexp itself, and instance
+    /// variables), then freezing.
+    fn r_regexp_subclass(&mut self, klass: VALUE, ivar: bool) -> Load<VALUE> {
+        let bytes = self.r.read_bytes().ok_or(Fallback)?;
+        let source = core::strip_18_escapes(bytes);
+        let src =
+            unsafe { rb_sys::rb_str_new(source.as_ptr() as *const c_char, source.len() as c_long) };
+        self.keep(src);
+        let options = self.byte()?;
+        let slot = unsafe { &*self.table.links.get() }.len();
+        self.entry(qnil());
+        let re =
+            magnus::rb_sys::protect(|| unsafe { rb_sys::rb_reg_new_str(src, options as c_int) })
+                .map_err(|_| Fallback)?;
+        self.set_entry(slot, re);
+        unsafe { rb_sys::rb_obj_reveal(re, klass) };
+        if ivar {
+            let count = self.long()?;
+            for _ in 0..count {
+                let (name, plain) = self.r_symbol()?;
+                let value = self.r_object()?;
+                if !self.set_encoding_ivar(re, name, plain, value)? {
+                    self.set_ivar(re, name, plain, value)?;
+                }
+            }
+        }
+        if self.freeze {
+            unsafe { rb_sys::rb_obj_freeze(re) };
+        }
+        Ok(re)
     }
 }
