@@ -327,6 +327,39 @@ RSpec.describe "RustyStdlib::Marshal extended and _dump_data objects, Time ivars
     end
   end
 
+  describe "seeded random graphs" do
+    # Extends some of the graph's objects (not frozen ones, which can't be).
+    def extend_some(obj, rng, seen = {}.compare_by_identity)
+      return if seen.key?(obj) || obj.frozen? || obj.is_a?(Module)
+
+      seen[obj] = true
+      modules = [RustyMarshalExtSpec::Other, RustyMarshalExtSpec::Outer, RustyMarshalExtSpec::Nested::Deep]
+      obj.extend(modules[rng.rand(modules.size)]) if rng.rand < 0.5
+      children = case obj
+                 when Array, Struct then obj.to_a
+                 when Hash then obj.keys + obj.values
+                 else []
+                 end
+      children += obj.instance_variables.map { |iv| obj.instance_variable_get(iv) }
+      children.each { |c| extend_some(c, rng, seen) }
+    end
+
+    it "dumps and loads them like the stdlib, both ways" do
+      rng = Random.new(20_261_130)
+      extended = 0
+      under_stress_keep((1..60).to_a, 6).each do
+        graph = MarshalHelper::GraphGenerator.new(rng, 25).generate
+        extend_some(graph, rng)
+        outcome, = expect_same_calls { |m| m.dump(graph) }
+        next if outcome.raised
+
+        extended += 1 if outcome.value.include?("e:")
+        expect_same_load(outcome.value)
+      end
+      expect(extended).to be >= (Parity::GC_STRESS ? 1 : 10) # the graphs did hold extended objects
+    end
+  end
+
   describe "load" do
     native.each do |label, build|
       it "loads the stdlib's dump of #{label} like the stdlib, natively (not extending a frozen load)" do

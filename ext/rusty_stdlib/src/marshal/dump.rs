@@ -1,8 +1,8 @@
 //! The native `Marshal.dump`: a walk over nil, true, false, Integer, Float, String,
 //! Symbol, Array, Hash (compare_by_identity, ruby2_keywords), Regexp, Range, Rational,
 //! Complex, Time, classes, modules, Structs, plain objects, instance variables of Strings, Arrays, Hashes, Structs
-//! and Regexps, and objects with dump hooks (`U` for `marshal_dump`, `u` for `_dump`)
-//! that writes MRI's exact bytes,
+//! and Regexps, objects with dump hooks (`U` for `marshal_dump`, `u` for `_dump`, `d`
+//! for `_dump_data`) and extended objects (`e` records) that writes MRI's exact bytes,
 //! or reports `Fallback` as soon as it meets anything else.
 //!
 //! Hooks: the first hook object met triggers a scan of the whole graph (hooks as leaves,

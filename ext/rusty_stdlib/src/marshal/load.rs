@@ -2,8 +2,10 @@
 //! false, `i`, `l`, `f`, `"`, `I"`, `:`, `I:`, `;`, `[`, `{`, `}`, `o`, `S` of named
 //! `Struct.new` classes, `C`/`IC` of String, Array and Hash subclasses, `C:Hash` of
 //! compare_by_identity Hashes, `Iu`/`u` of Time and of classes with `_load`, `U` of
-//! classes with `marshal_load` and of Rational and Complex, `o:Range`, `/` and `I/`
-//! Regexps, `I[`, `I{`, `IS` with instance variables or the `K` flag, `@`), building the
+//! classes with `marshal_load` and of Rational and Complex, `o:Range` and Range
+//! subclasses, `/` and `I/` Regexps, `C` of Regexp subclasses, `e` extended objects, `d`
+//! and `Id` of classes with `_load_data`, `I[`, `I{`, `IS` with instance variables or the
+//! `K` flag, `@`), building the
 //! objects MRI builds with the same C calls. Anything else, and any malformed or
 //! truncated input, falls back and the stdlib loads the same bytes instead (raising its
 //! own exception where the data is bad).

@@ -10,7 +10,9 @@
 //! (`o:Range` through Range's compat dumper; subclasses dump only), and Rationals and
 //! Complexes (`U` records of their core `marshal_dump`), and exceptions (`o` records
 //! with `mesg`, `bt` and a subclass's ivars; raised ones, holding a backtrace object,
-//! are dumped by the stdlib).
+//! are dumped by the stdlib); objects extended with named modules (`e` records),
+//! `_dump_data`/`_load_data` objects (`d` records), Times with ivars, and Range and
+//! Regexp subclasses (see `extended`).
 //!
 //! `RustyStdlib::Marshal.native_dump(obj, limit)` returns the dump as a String, or `nil`
 //! when the graph holds anything outside the native subset (then the shim calls the
