@@ -34,6 +34,11 @@ module RustyMarshalExtSpec
     def marshal_load(_) = LOG << :module_marshal_load
   end
 
+  # Gives an extended T_DATA object the _dump_data its class lacks.
+  module DataDumping
+    def _dump_data = (LOG << :module_dump_data) && 7
+  end
+
   # A module that would make an extended Hash key hash in Ruby.
   module Hashing
     def hash
@@ -261,6 +266,8 @@ RSpec.describe "RustyStdlib::Marshal extended and _dump_data objects, Time ivars
 
   # Dumped natively; loading them is MRI's TypeError (Plain has no marshal_load).
   dump_only.merge!(
+    "a T_DATA object given _dump_data by a module" =>
+      -> { [spec.ext(spec::NoLoadData.new, spec::DataDumping), spec.ext(Thread::Mutex.new, spec::DataDumping)] },
     "marshal_dump from an extended module" =>
       -> { [spec.ext(spec::Plain.new, spec::Dumping), spec.ext(+"str", spec::Dumping), spec.ext({}, spec::Other, spec::Dumping)] }
   )
@@ -290,6 +297,8 @@ RSpec.describe "RustyStdlib::Marshal extended and _dump_data objects, Time ivars
         -> { spec.ext(spec::Plain.new, spec::Other).tap { |o| def o.respond_to?(*) = super } },
       "a T_DATA object without _dump_data" => -> { [1, Thread::Mutex.new] },
       "an extended T_DATA object without _dump_data" => -> { spec.ext(Thread::Mutex.new, spec::Other) },
+      "a T_DATA object without _dump_data after one given it by a module" =>
+        -> { [spec.ext(Thread::Mutex.new, spec::DataDumping), Thread::Mutex.new] },
       "a _dump_data object of an anonymous class" => -> { Class.new(spec::Data).with(1) },
     }
     fallbacks.each do |label, build|

@@ -237,6 +237,11 @@ struct Dumper<'t> {
     /// Path symbols (pinned) of the modules an extended object's record starts with
     /// (`e` records), written by the record's writer where MRI's `w_extended` writes them.
     extensions: Vec<VALUE>,
+    /// Modules met in extended objects, with the (pinned) symbol of their name, or 0 for
+    /// one the stdlib must write (anonymous, something prepended).
+    extension_names: Vec<(VALUE, VALUE)>,
+    /// Classes whose instances were found to be `d` records, with their (pinned) symbol.
+    data_classes: Vec<(VALUE, VALUE)>,
 }
 
 /// How a native dump ended.
@@ -287,6 +292,8 @@ fn run(ruby: &Ruby, obj: VALUE, limit: i32, scan: bool) -> (Result<Vec<u8>, Opti
         root_limit: limit,
         error: None,
         extensions: Vec::new(),
+        extension_names: Vec::new(),
+        data_classes: Vec::new(),
     };
     dumper.out.push(core::MAJOR);
     dumper.out.push(core::MINOR);
@@ -1428,25 +1435,78 @@ impl Dumper<'_> {
             return Err(Fallback); // w_hash calls `default` and `compare_by_identity?`
         }
         let (real, modules) = extended::extension_modules(singleton).ok_or(Fallback)?;
-        self.tables.pin(modules);
         if builtin == T::RUBY_T_DATA
             && unsafe { rb_sys::rb_obj_respond_to(obj, data_ids().dump_data, 1) } == 0
         {
             return Err(Fallback); // MRI's "no _dump_data" TypeError: the stdlib's
         }
-        let count = unsafe { rb_sys::RARRAY_LEN(modules) };
-        let mut names = Vec::with_capacity(count as usize);
-        for i in 0..count {
-            let module = unsafe { rb_sys::RARRAY_AREF(modules, i as isize) };
-            let path = extended::module_name(module).ok_or(Fallback)?;
-            self.tables.pin(path);
-            let sym = magnus::rb_sys::protect(|| unsafe { rb_sys::rb_str_intern(path) })
-                .map_err(|_| Fallback)?;
-            self.tables.pin(sym);
-            names.push(sym);
+        let mut names = Vec::with_capacity(modules.len());
+        for module in modules {
+            names.push(self.extension_name(module)?);
         }
         self.extensions = names;
         Ok(real)
+    }
+
+    /// The symbol MRI writes in an `e` record for `module`, looked up once per dump.
+    fn extension_name(&mut self, module: VALUE) -> Result<VALUE, Fallback> {
+        let known = self.extension_names.iter().find(|(m, _)| *m == module);
+        let sym = match known {
+            Some(&(_, sym)) => sym,
+            None => {
+                let sym = if extended::without_prepends(module) {
+                    self.new_extension_name(module)?
+                } else {
+                    0
+                };
+                self.tables.pin(module);
+                self.extension_names.push((module, sym));
+                sym
+            }
+        };
+        if sym == 0 {
+            return Err(Fallback);
+        }
+        Ok(sym)
+    }
+
+    fn new_extension_name(&mut self, module: VALUE) -> Result<VALUE, Fallback> {
+        let Some(path) = extended::module_name(module) else {
+            return Ok(0); // MRI raises for an anonymous module
+        };
+        self.tables.pin(path);
+        let sym = magnus::rb_sys::protect(|| unsafe { rb_sys::rb_str_intern(path) })
+            .map_err(|_| Fallback)?;
+        self.tables.pin(sym);
+        Ok(sym)
+    }
+
+    /// The symbol of `klass`, the (real) class of a `d` object: no compat allocator, the
+    /// core `respond_to?`, `_dump_data` answered, a name that leads back to it (MRI calls
+    /// the hook before it finds a class unnamable; the stdlib will do both, once).
+    /// Checked once per class; an extended object, whose modules may define
+    /// `_dump_data`, is asked each time and not cached.
+    fn data_class(&mut self, obj: VALUE, klass: VALUE) -> Result<VALUE, Fallback> {
+        let cacheable = class_of(obj) == klass;
+        if cacheable {
+            if let Some(&(_, sym)) = self.data_classes.iter().find(|(k, _)| *k == klass) {
+                return Ok(sym);
+            }
+        }
+        if hooks::has_compat_allocator(klass)
+            || !ids::respond_to_is_core(klass)
+            || !ids::respond_to_is_core(class_of(obj))
+            || unsafe { rb_sys::rb_obj_respond_to(obj, data_ids().dump_data, 1) } == 0
+        {
+            return Err(Fallback);
+        }
+        let sym = self.path_symbol(klass)?;
+        self.tables.pin(sym);
+        if cacheable {
+            self.tables.pin(klass);
+            self.data_classes.push((klass, sym));
+        }
+        Ok(sym)
     }
 
     /// Ruby 3.1's RuntimeError for ivars a `_dump_data` hook added or removed, naming the
@@ -1505,16 +1565,7 @@ impl Dumper<'_> {
     fn w_data(&mut self, obj: VALUE, klass: VALUE, limit: i32) -> Step {
         let ids = data_ids();
         let ivars = generic_ivar_count(obj)?;
-        if hooks::has_compat_allocator(klass)
-            || !ids::respond_to_is_core(klass)
-            || unsafe { rb_sys::rb_obj_respond_to(obj, ids.dump_data, 1) } == 0
-        {
-            return Err(Fallback);
-        }
-        // MRI calls the hook before it finds an anonymous class unnamable; the stdlib
-        // will do both, once.
-        let sym = self.path_symbol(klass)?;
-        self.tables.pin(sym);
+        let sym = self.data_class(obj, klass)?;
         self.remember(obj);
         if self.scan {
             self.extensions.clear();

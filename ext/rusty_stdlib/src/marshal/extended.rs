@@ -81,41 +81,37 @@ fn singleton_is_bare(singleton: VALUE) -> bool {
 
 /// Whether `module` has nothing prepended to it (its ancestors start with itself), so
 /// that it stands for exactly one iclass in an ancestor chain.
-fn without_prepends(module: VALUE) -> bool {
+pub fn without_prepends(module: VALUE) -> bool {
     let ancestors = unsafe { rb_sys::rb_mod_ancestors(module) };
     unsafe { rb_sys::RARRAY_LEN(ancestors) > 0 && rb_sys::RARRAY_AREF(ancestors, 0) == module }
 }
 
-/// For an object whose class is the singleton class `singleton`: its real class and a
-/// new Array of the modules MRI writes as `e` records, in order; `None` when MRI would
-/// raise or the case is one we leave to the stdlib (methods or ivars on the singleton,
-/// prepends anywhere in the chain).
-pub fn extension_modules(singleton: VALUE) -> Option<(VALUE, VALUE)> {
+/// For an object whose class is the singleton class `singleton`: its real class and the
+/// modules MRI writes as `e` records, in order (the iclasses between the singleton class
+/// and the real class); `None` when MRI would raise or the case is one we leave to the
+/// stdlib (methods or ivars on the singleton, something prepended to it). Modules with
+/// something prepended to them are for the caller to refuse (see `without_prepends`).
+pub fn extension_modules(singleton: VALUE) -> Option<(VALUE, Vec<VALUE>)> {
     if !singleton_is_bare(singleton) {
         return None;
     }
     let real = unsafe { rb_sys::rb_class_real(singleton) };
-    let ancestors = unsafe { rb_sys::rb_mod_ancestors(singleton) };
-    let len = unsafe { rb_sys::RARRAY_LEN(ancestors) };
-    if len == 0 || unsafe { rb_sys::RARRAY_AREF(ancestors, 0) } != singleton {
-        return None; // something prepended to the singleton class
-    }
-    let mut i = 1;
-    while i < len {
-        let m = unsafe { rb_sys::RARRAY_AREF(ancestors, i as isize) };
-        if unsafe { !rb_sys::RB_TYPE_P(m, T::RUBY_T_MODULE) } {
-            break;
-        }
-        if !without_prepends(m) {
+    let mut modules = Vec::new();
+    // The raw superclass chain: an iclass per included module, then the real class.
+    let mut c = unsafe { rb_sys::rb_class_get_superclass(singleton) };
+    while c != real {
+        if c == 0 || rb_sys::NIL_P(c) || unsafe { !rb_sys::RB_TYPE_P(c, T::RUBY_T_ICLASS) } {
             return None;
         }
-        i += 1;
+        let module = unsafe { (*(c as *const rb_sys::RBasic)).klass };
+        // An origin iclass of the singleton class (something prepended to it) stands for
+        // the class itself.
+        if unsafe { !rb_sys::RB_TYPE_P(module, T::RUBY_T_MODULE) } {
+            return None;
+        }
+        modules.push(module);
+        c = unsafe { rb_sys::rb_class_get_superclass(c) };
     }
-    if i >= len || unsafe { rb_sys::RARRAY_AREF(ancestors, i as isize) } != real {
-        return None;
-    }
-    // The modules, in place: drop the singleton class and everything from `real` on.
-    let modules = unsafe { rb_sys::rb_ary_subseq(ancestors, 1, i - 1) };
     Some((real, modules))
 }
 
