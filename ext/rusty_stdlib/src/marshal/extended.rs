@@ -131,3 +131,49 @@ pub fn load_data_class(klass: VALUE) -> bool {
         && !super::hooks::has_compat_allocator(klass)
         && super::ids::respond_to_is_core(klass)
 }
+
+/// What a load found out about `e` and `d` records, kept for the rest of the load. The
+/// values are held elsewhere too (the symbols in the symbol table, the modules in the
+/// loader's `kept` Array, the classes in its class cache).
+#[derive(Default)]
+pub struct LoadCache {
+    modules: Vec<(VALUE, VALUE)>,
+    data_classes: Vec<VALUE>,
+}
+
+impl LoadCache {
+    /// The module an `e` record's symbol was found to name.
+    pub fn module(&self, sym: VALUE) -> Option<VALUE> {
+        self.modules
+            .iter()
+            .find(|(s, _)| *s == sym)
+            .map(|&(_, m)| m)
+    }
+    pub fn add_module(&mut self, sym: VALUE, module: VALUE) {
+        self.modules.push((sym, module));
+    }
+    /// Whether `klass` was found to load `d` records natively.
+    pub fn is_data_class(&self, klass: VALUE) -> bool {
+        self.data_classes.contains(&klass)
+    }
+    pub fn add_data_class(&mut self, klass: VALUE) {
+        self.data_classes.push(klass);
+    }
+}
+
+/// Whether `module` (or a module it includes) defines `hash` or `eql?`, which an object
+/// extended with it would be hashed with as a Hash key.
+pub fn defines_hashing(module: VALUE) -> bool {
+    static IDS: OnceLock<(ID, ID)> = OnceLock::new();
+    let (hash, eql) = *IDS.get_or_init(|| unsafe {
+        (
+            rb_sys::rb_intern(c"hash".as_ptr()),
+            rb_sys::rb_intern(c"eql?".as_ptr()),
+        )
+    });
+    // rb_method_boundp with ex = 0 finds private methods too.
+    unsafe {
+        rb_sys::rb_method_boundp(module, hash, 0) != 0
+            || rb_sys::rb_method_boundp(module, eql, 0) != 0
+    }
+}

@@ -102,6 +102,8 @@ struct Loader<'a> {
     time_checked: bool,
     /// Whether Array and Hash were found to hash and compare with the core methods.
     containers_hash_checked: bool,
+    /// Modules of `e` records and classes of `d` records resolved and checked so far.
+    extended: extended::LoadCache,
     freeze: bool,
     depth: u32,
     utf8: c_int,
@@ -170,6 +172,7 @@ fn run(
         kept: 0,
         time_checked: false,
         containers_hash_checked: false,
+        extended: extended::LoadCache::default(),
         freeze,
         depth: 0,
         utf8: unsafe { rb_sys::rb_utf8_encindex() },
@@ -1586,23 +1589,28 @@ impl Loader<'_> {
                 qnil()
             })?;
         }
-        // As a Hash key it would be hashed through its new ancestors.
-        if !core_hashing(class_of(v)) {
-            return Err(Fallback);
-        }
         Ok(v)
     }
 
     /// The module an `e` record names (a class there means MRI's prepended-class case,
     /// anything else its ArgumentError: both the stdlib's).
-    fn named_module(&mut self, name: VALUE) -> Load<VALUE> {
-        let name = unsafe { rb_sys::rb_sym2str(name) };
+    fn named_module(&mut self, sym: VALUE) -> Load<VALUE> {
+        if let Some(module) = self.extended.module(sym) {
+            return Ok(module);
+        }
+        let name = unsafe { rb_sys::rb_sym2str(sym) };
         // Copied: resolving may allocate, and a compacting GC could move the name's bytes.
         let path = crate::helpers::raw::str_bytes(name).to_vec();
         let module = classes::resolve_path(&path).ok_or(Fallback)?;
         if unsafe { !rb_sys::RB_TYPE_P(module, rb_sys::ruby_value_type::RUBY_T_MODULE) } {
             return Err(Fallback);
         }
+        // An extended object used as a Hash key would be hashed through the module.
+        if extended::defines_hashing(module) {
+            return Err(Fallback);
+        }
+        self.keep(module);
+        self.extended.add_module(sym, module);
         Ok(module)
     }
 
@@ -1616,8 +1624,11 @@ impl Loader<'_> {
     fn r_data(&mut self, extended: bool, partial: bool) -> Load<VALUE> {
         let (name, _) = self.r_symbol()?;
         let (klass, _) = self.named_class(name)?;
-        if !extended::load_data_class(klass) || !core_hashing(klass) {
-            return Err(Fallback);
+        if !self.extended.is_data_class(klass) {
+            if !extended::load_data_class(klass) || !core_hashing(klass) {
+                return Err(Fallback);
+            }
+            self.extended.add_data_class(klass);
         }
         if extended
             && matches!(
