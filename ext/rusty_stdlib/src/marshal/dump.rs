@@ -242,6 +242,9 @@ struct Dumper<'t> {
     extension_names: Vec<(VALUE, VALUE)>,
     /// Classes whose instances were found to be `d` records, with their (pinned) symbol.
     data_classes: Vec<(VALUE, VALUE)>,
+    /// Real classes and module chains of bare singleton classes found to have no dump
+    /// hooks (and the core `default`/`compare_by_identity?`, for Hashes).
+    plain_chains: Vec<(VALUE, Vec<VALUE>)>,
 }
 
 /// How a native dump ended.
@@ -294,6 +297,7 @@ fn run(ruby: &Ruby, obj: VALUE, limit: i32, scan: bool) -> (Result<Vec<u8>, Opti
         extensions: Vec::new(),
         extension_names: Vec::new(),
         data_classes: Vec::new(),
+        plain_chains: Vec::new(),
     };
     dumper.out.push(core::MAJOR);
     dumper.out.push(core::MINOR);
@@ -501,11 +505,11 @@ impl Dumper<'_> {
         let mut klass = class_of(obj);
         let builtin = unsafe { rb_sys::RB_BUILTIN_TYPE(obj) };
         if extended::is_singleton(klass) && extendable(builtin) {
-            if let Some((hook, sym)) = self.singleton_hook(obj, klass)? {
-                return self.w_hooked(obj, hook, sym, limit);
+            match self.singleton_record(obj, klass, builtin)? {
+                SingletonRecord::Hooked(hook, sym) => return self.w_hooked(obj, hook, sym, limit),
+                // Its `e` records are queued for the record's writer.
+                SingletonRecord::Extended(real) => klass = real,
             }
-            // An extended object: its `e` records are written by the record's writer.
-            klass = self.extension(obj, klass, builtin)?;
         }
         if builtin == T::RUBY_T_OBJECT
             || (builtin == T::RUBY_T_DATA && klass != unsafe { rb_sys::rb_cTime })
@@ -1414,27 +1418,64 @@ fn extendable(builtin: T) -> bool {
     )
 }
 
+/// How an object with a singleton class is written (see `Dumper::singleton_record`).
+enum SingletonRecord {
+    /// A `U`/`u` record: the hook and the symbol of the real class.
+    Hooked(DumpHook, VALUE),
+    /// The record of its type, after `e` records: its real class.
+    Extended(VALUE),
+}
+
 /// Extended objects (`e` records) and `_dump_data` objects (`d` records).
 impl Dumper<'_> {
-    /// For an object whose class is the singleton class `singleton`: its real class, with
-    /// the `e` records MRI writes for it queued in `extensions`. Only the records MRI
-    /// writes through `w_extended` (objects, Strings, Regexps, Arrays, Hashes, Structs and
-    /// `d` objects) and only bare singleton classes of named modules; hooks anywhere in
-    /// the singleton's chain (MRI writes no `e` before a `U`/`u`), Ranges and the rest
-    /// are the stdlib's.
-    fn extension(&mut self, obj: VALUE, singleton: VALUE, builtin: T) -> Result<VALUE, Fallback> {
+    /// How MRI writes an object whose class is the singleton class `singleton`: as a
+    /// `U`/`u` record of its real class when the object answers a dump hook (from a module
+    /// or a singleton method; no `e` records, no check of the singleton class), otherwise
+    /// with `e` records (queued in `extensions`) before the record of its type, if the
+    /// singleton class is bare (MRI raises "singleton can't be dumped" for methods or
+    /// ivars on it: the stdlib's) and its modules are named and have nothing prepended.
+    /// The hook question is asked once per real class and module chain.
+    fn singleton_record(
+        &mut self,
+        obj: VALUE,
+        singleton: VALUE,
+        builtin: T,
+    ) -> Result<SingletonRecord, Fallback> {
         if !self.extensions.is_empty() {
             return Err(Fallback);
         }
-        // Asking runs no Ruby code; a hook (or a respond_to? override) in the chain is
-        // the stdlib's.
-        if hooks::dump_hook(obj, singleton) != Some(DumpHook::None) {
-            return Err(Fallback);
+        let bare = extended::singleton_is_bare(singleton);
+        let chain = extended::extension_modules(singleton);
+        let known = bare
+            && chain.as_ref().is_some_and(|(real, modules)| {
+                self.plain_chains
+                    .iter()
+                    .any(|(r, m)| r == real && m == modules)
+            });
+        if !known {
+            // Asking runs no Ruby code; a respond_to? override is the stdlib's.
+            let hook = hooks::dump_hook(obj, singleton).ok_or(Fallback)?;
+            if hook != DumpHook::None {
+                let sym = self.path_symbol(unsafe { rb_sys::rb_class_real(singleton) })?;
+                self.tables.pin(sym);
+                return Ok(SingletonRecord::Hooked(hook, sym));
+            }
+            if !bare {
+                return Err(Fallback);
+            }
+            // w_hash calls `default` and `compare_by_identity?`.
+            if !hash_methods_are_core(singleton) {
+                if builtin == T::RUBY_T_HASH {
+                    return Err(Fallback);
+                }
+            } else if let Some((real, modules)) = &chain {
+                // Pinned: a key must not be freed and its address reused during the dump.
+                self.tables.pin(*real);
+                modules.iter().for_each(|&m| self.tables.pin(m));
+                self.plain_chains.push((*real, modules.clone()));
+            }
         }
-        if builtin == T::RUBY_T_HASH && !hash_methods_are_core(singleton) {
-            return Err(Fallback); // w_hash calls `default` and `compare_by_identity?`
-        }
-        let (real, modules) = extended::extension_modules(singleton).ok_or(Fallback)?;
+        let (real, modules) = chain.ok_or(Fallback)?;
         if builtin == T::RUBY_T_DATA
             && unsafe { rb_sys::rb_obj_respond_to(obj, data_ids().dump_data, 1) } == 0
         {
@@ -1445,7 +1486,7 @@ impl Dumper<'_> {
             names.push(self.extension_name(module)?);
         }
         self.extensions = names;
-        Ok(real)
+        Ok(SingletonRecord::Extended(real))
     }
 
     /// The symbol MRI writes in an `e` record for `module`, looked up once per dump.
@@ -1528,24 +1569,6 @@ impl Dumper<'_> {
             Err(e) => self.error = Some(e),
         }
         Fallback
-    }
-
-    /// The dump hook of an object with a singleton class, asked of the object itself (its
-    /// modules or singleton methods may define one), with the symbol of its real class:
-    /// MRI writes such an object as a `U`/`u` record of that class, with no `e` records
-    /// and no check of the singleton class.
-    fn singleton_hook(
-        &mut self,
-        obj: VALUE,
-        singleton: VALUE,
-    ) -> Result<Option<(DumpHook, VALUE)>, Fallback> {
-        let hook = hooks::dump_hook(obj, singleton).ok_or(Fallback)?;
-        if hook == DumpHook::None {
-            return Ok(None);
-        }
-        let sym = self.path_symbol(unsafe { rb_sys::rb_class_real(singleton) })?;
-        self.tables.pin(sym);
-        Ok(Some((hook, sym)))
     }
 
     /// The queued `e` records of the object being written (MRI's `w_extended`).

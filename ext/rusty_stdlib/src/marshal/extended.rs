@@ -58,7 +58,7 @@ unsafe extern "C" fn count_class_ivar(
 /// variables (class variables count too) and no methods of its own. Methods are counted
 /// with `instance_methods(false)` and `private_instance_methods(false)`, which list the
 /// method table minus `undef_method` entries (the one case this misses).
-fn singleton_is_bare(singleton: VALUE) -> bool {
+pub fn singleton_is_bare(singleton: VALUE) -> bool {
     let mut ivars = 0usize;
     unsafe {
         rb_sys::rb_ivar_foreach(
@@ -88,13 +88,11 @@ pub fn without_prepends(module: VALUE) -> bool {
 
 /// For an object whose class is the singleton class `singleton`: its real class and the
 /// modules MRI writes as `e` records, in order (the iclasses between the singleton class
-/// and the real class); `None` when MRI would raise or the case is one we leave to the
-/// stdlib (methods or ivars on the singleton, something prepended to it). Modules with
-/// something prepended to them are for the caller to refuse (see `without_prepends`).
+/// and the real class); `None` when something is prepended to the singleton class (left
+/// to the stdlib). Whether the singleton class is bare is `singleton_is_bare`'s question;
+/// modules with something prepended to them are for the caller to refuse (see
+/// `without_prepends`).
 pub fn extension_modules(singleton: VALUE) -> Option<(VALUE, Vec<VALUE>)> {
-    if !singleton_is_bare(singleton) {
-        return None;
-    }
     let real = unsafe { rb_sys::rb_class_real(singleton) };
     let mut modules = Vec::new();
     // The raw superclass chain: an iclass per included module, then the real class.
