@@ -328,8 +328,8 @@ RSpec.describe "RustyStdlib::Marshal extended and _dump_data objects, Time ivars
       end
     end
 
-    it "honours a depth limit through d records as the stdlib does" do
-      value = [spec::Data.with([[1]])]
+    it "honours a depth limit through d and e records as the stdlib does" do
+      value = [spec::Data.with([[1]]), spec.ext([spec.ext(spec::Plain.new, spec::Other)], spec::Outer)]
       (1..5).each do |limit|
         expect_same_calls { |m| m.dump(value, limit) }
       end
