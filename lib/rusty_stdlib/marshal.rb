@@ -16,7 +16,7 @@ module RustyStdlib
   # A module prepended to Marshal's singleton class tries the native code first; it
   # answers only when the whole call is within what it supports, otherwise the stdlib
   # handles the whole call (other classes such as Data, raised exceptions' backtraces,
-  # singletons with methods, extended objects under freeze: true or with prepends,
+  # singletons with methods, objects extended with modules that have prepends,
   # IO ports, a load proc, classes that would need an autoload,
   # unusual or malformed bytes). A depth limit's error is raised natively, where MRI raises
   # it. That is decided before

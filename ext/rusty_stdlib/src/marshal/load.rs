@@ -403,10 +403,11 @@ impl Loader<'_> {
         unsafe { &mut *self.table.links.get() }.push(v);
     }
 
-    /// MRI's `r_leave` for a finished String: with `freeze`, its interned copy.
+    /// MRI's `r_leave` for a finished String: with `freeze` (and not inside a record that
+    /// freezes it later), its interned copy.
     #[inline]
     fn leave_string(&self, s: VALUE) -> VALUE {
-        if self.freeze {
+        if self.freezes_here() {
             unsafe { rb_sys::rb_str_to_interned_str(s) }
         } else {
             s
@@ -479,7 +480,7 @@ impl Loader<'_> {
                 core::TYPE_DATA => {
                     let v = self.r_data(false, true)?;
                     self.r_ivars(v)?;
-                    if self.freeze {
+                    if self.freezes_here() {
                         unsafe { rb_sys::rb_obj_freeze(v) };
                     }
                     Ok(v)
@@ -490,7 +491,7 @@ impl Loader<'_> {
                 | core::TYPE_STRUCT) => {
                     let v = self.r_partial(t)?;
                     self.r_ivars(v)?;
-                    if self.freeze {
+                    if self.freezes_here() {
                         unsafe { rb_sys::rb_obj_freeze(v) };
                     }
                     Ok(v)
@@ -874,7 +875,7 @@ impl Loader<'_> {
         }
         .map_err(|_| Fallback)?;
         self.set_entry(slot, range);
-        if self.freeze {
+        if self.freezes_here() {
             unsafe { rb_sys::rb_obj_freeze(range) };
         }
         Ok(range)
@@ -955,7 +956,7 @@ impl Loader<'_> {
             let value = self.r_object()?;
             self.guarded(|| unsafe { rb_sys::rb_ivar_set(obj, id, value) })?;
         }
-        if self.freeze {
+        if self.freezes_here() {
             unsafe { rb_sys::rb_obj_freeze(obj) };
         }
         Ok(obj)
@@ -1042,7 +1043,7 @@ impl Loader<'_> {
             }
             let v = self.r_partial(t)?;
             self.r_ivars(v)?;
-            if self.freeze {
+            if self.freezes_here() {
                 unsafe { rb_sys::rb_obj_freeze(v) };
             }
             return Ok(v);
@@ -1065,7 +1066,7 @@ impl Loader<'_> {
                     // by the class), then freezing.
                     unsafe { rb_sys::rb_obj_reveal(v, klass) };
                     self.r_ivars(v)?;
-                    if self.freeze {
+                    if self.freezes_here() {
                         unsafe { rb_sys::rb_obj_freeze(v) };
                     }
                     v
@@ -1088,7 +1089,7 @@ impl Loader<'_> {
                 if ivar {
                     self.r_ivars(v)?;
                 }
-                if self.freeze {
+                if self.freezes_here() {
                     unsafe { rb_sys::rb_obj_freeze(v) };
                 }
                 v
@@ -1191,7 +1192,7 @@ impl Loader<'_> {
                 .map_err(|_| Fallback)?;
         let links = unsafe { &mut *self.table.links.get() };
         links[slot] = re;
-        if self.freeze {
+        if self.freezes_here() {
             unsafe { rb_sys::rb_obj_freeze(re) };
         }
         Ok(re)
@@ -1517,15 +1518,36 @@ impl Loader<'_> {
 /// Extended objects (`e` records) and `_load_data` objects (`d` records).
 impl Loader<'_> {
     /// `e` records (MRI's TYPE_EXTENDED; `ivar`: inside an `I` record): the modules, then
-    /// the object, read as usual and then extended with `rb_extend_object` (which runs no
-    /// hook), the last module named first, as MRI pops them. With `freeze` MRI extends
-    /// before it freezes, while we freeze as we go: the stdlib's. Records MRI treats
-    /// specially after an `e` (a `U` extended before `marshal_load`, a prepended class,
-    /// `u`, links) are the stdlib's too.
+    /// the object, read as usual but not frozen yet (MRI's `partial`), then extended with
+    /// `rb_extend_object` (which runs no hook), the last module named first, as MRI pops
+    /// them, then frozen with `freeze` where MRI freezes it: by the `I` record's `r_leave`
+    /// on both Rubies, by the `e` record's own on 3.3 only (3.1 has none). Records MRI
+    /// treats specially after an `e` (a `U` extended before `marshal_load`, a prepended
+    /// class, `u`, links) are the stdlib's.
     fn r_extended(&mut self, ivar: bool) -> Load<VALUE> {
-        if self.freeze {
-            return Err(Fallback);
+        let saved = self.no_freeze_at;
+        self.no_freeze_at = self.depth;
+        let v = self.r_extended_object(ivar);
+        self.no_freeze_at = saved;
+        let v = v?;
+        let leaves = if ivar {
+            true
+        } else {
+            rb_sys::RUBY_API_VERSION_CODE >= 30300
+        };
+        if self.scan || !self.freeze || !leaves || saved == self.depth {
+            return Ok(v);
         }
+        if unsafe { rb_sys::RB_TYPE_P(v, rb_sys::ruby_value_type::RUBY_T_STRING) } {
+            // Extended, so not a bare String: MRI's r_leave freezes it in place.
+            return Ok(unsafe { rb_sys::rb_str_to_interned_str(v) });
+        }
+        unsafe { rb_sys::rb_obj_freeze(v) };
+        Ok(v)
+    }
+
+    /// The modules and the object of `e` records, extended (see `r_extended`).
+    fn r_extended_object(&mut self, ivar: bool) -> Load<VALUE> {
         let modules = unsafe { rb_sys::rb_ary_new() };
         self.keep(modules);
         loop {
@@ -1571,7 +1593,7 @@ impl Loader<'_> {
             }
             core::TYPE_DATA => {
                 self.byte()?;
-                self.r_data(true, false)?
+                self.r_data(true, true)?
             }
             _ => return Err(Fallback),
         };
@@ -1643,6 +1665,36 @@ impl Loader<'_> {
         {
             return Err(Fallback);
         }
+        // MRI reads the data record as `partial` as the `d` record itself, so with
+        // `freeze` the data object is frozen only outside an `I` or `e` record: done here
+        // for the records whose readers follow `no_freeze_at`; the rest is the stdlib's.
+        let follows_partial = matches!(
+            self.r.peek(),
+            Some(
+                core::TYPE_ARRAY
+                    | core::TYPE_HASH
+                    | core::TYPE_HASH_DEF
+                    | core::TYPE_STRUCT
+                    | core::TYPE_OBJECT
+                    | core::TYPE_STRING
+                    | core::TYPE_REGEXP
+                    | core::TYPE_UCLASS
+                    | core::TYPE_NIL
+                    | core::TYPE_TRUE
+                    | core::TYPE_FALSE
+                    | core::TYPE_FIXNUM
+                    | core::TYPE_BIGNUM
+                    | core::TYPE_FLOAT
+                    | core::TYPE_SYMBOL
+                    | core::TYPE_SYMLINK
+                    | core::TYPE_LINK
+                    | core::TYPE_CLASS
+                    | core::TYPE_MODULE
+            )
+        );
+        if partial && self.freeze && !follows_partial {
+            return Err(Fallback);
+        }
         let v = magnus::rb_sys::protect(|| unsafe { rb_sys::rb_obj_alloc(klass) })
             .map_err(|_| Fallback)?;
         self.keep(v);
@@ -1651,14 +1703,20 @@ impl Loader<'_> {
         {
             return Err(Fallback);
         }
+        if !self.scan {
+            self.ensure_scanned()?;
+        }
+        self.entry(v);
+        let saved = self.no_freeze_at;
+        if partial {
+            self.no_freeze_at = self.depth + 1; // the depth `r_object` reads it at
+        }
+        let data = self.r_object();
+        self.no_freeze_at = saved;
+        let data = data?;
         if self.scan {
-            self.entry(v);
-            self.r_object()?;
             return Ok(v);
         }
-        self.ensure_scanned()?;
-        self.entry(v);
-        let data = self.r_object()?;
         self.call_hook(v, data_ids().load_data, data)?;
         if self.freeze && !partial {
             unsafe { rb_sys::rb_obj_freeze(v) };
@@ -1698,7 +1756,7 @@ impl Loader<'_> {
                 }
             }
         }
-        if self.freeze {
+        if self.freezes_here() {
             unsafe { rb_sys::rb_obj_freeze(re) };
         }
         Ok(re)

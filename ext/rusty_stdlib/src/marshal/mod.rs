@@ -54,8 +54,8 @@ pub fn init(ruby: &Ruby, root: RModule) -> Result<(), Error> {
     }
     ids::init(ruby);
     extended::data_ids(); // interned now, not inside an ivar walk later
-    // The stdlib's Marshal works in any Ractor, so ours must too: these functions keep no
-    // shared mutable state (the statics are set once, before any call).
+                          // The stdlib's Marshal works in any Ractor, so ours must too: these functions keep no
+                          // shared mutable state (the statics are set once, before any call).
     unsafe { rb_sys::rb_ext_ractor_safe(true) };
     let defined = module
         .define_singleton_method("native_dump", function!(native_dump, 2))
