@@ -7,16 +7,17 @@ module RustyStdlib
   # false, Integer, Float, String, Symbol, Array, Hash (with links, encodings and
   # defaults, as format 4.8 writes them), Time, classes and modules, plain objects of
   # named classes, Structs of named Struct.new classes, Strings, Arrays and Hashes of
-  # named subclasses, objects of named classes with marshal_dump/marshal_load or
-  # _dump/_load (the hooks run exactly as the stdlib runs them), Regexps, instance
-  # variables on Strings/Arrays/Hashes/Structs, compare_by_identity and ruby2_keywords
-  # Hashes, Ranges, Rationals, Complexes and exceptions.
+  # named subclasses, objects of named classes with marshal_dump/marshal_load,
+  # _dump/_load or _dump_data/_load_data (the hooks run exactly as the stdlib runs them),
+  # objects extended with named modules, Regexps, instance variables on
+  # Strings/Arrays/Hashes/Structs/Times, compare_by_identity and ruby2_keywords Hashes,
+  # Ranges, Rationals, Complexes, exceptions and Regexp/Range subclasses.
   #
   # A module prepended to Marshal's singleton class tries the native code first; it
   # answers only when the whole call is within what it supports, otherwise the stdlib
   # handles the whole call (other classes such as Data, raised exceptions' backtraces,
-  # Range and Regexp subclasses on load,
-  # extended objects, singletons, IO ports, a load proc, classes that would need an autoload,
+  # singletons with methods, objects extended with modules that have prepends,
+  # IO ports, a load proc, classes that would need an autoload,
   # unusual or malformed bytes). A depth limit's error is raised natively, where MRI raises
   # it. That is decided before
   # any hook runs, except for something unsupported inside a marshal_dump result: then

@@ -238,7 +238,7 @@ RSpec.describe "RustyStdlib::Marshal" do
     it "falls back for the subclass cases MRI runs Ruby code for, or that it cannot name" do
       keyed = RustyMarshalSpec::HashingString.new("k")
       [RustyMarshalSpec::DefaultingHash[a: 1], Class.new(String).new("anon"), Class.new(Array).new,
-       RustyMarshalSpec::MyString.new("ext").extend(Comparable)].each do |v|
+       RustyMarshalSpec::MyString.new("ext").extend(Module.new)].each do |v|
         expect(native_dump([v])).to be_nil, "did not fall back for #{v.inspect}"
         expect_same_dump([v])
       end
@@ -312,19 +312,18 @@ RSpec.describe "RustyStdlib::Marshal" do
       "an object of an anonymous class" => [Class.new.new],
       "an object of a class that cannot be referred to" => [RustyMarshalSpecGoneInstance],
       "an object with a singleton method" => [Object.new.tap { |o| o.define_singleton_method(:x) { 1 } }],
-      "an extended plain object" => [Object.new.extend(RustyMarshalSpecExt)],
+      "an object with a module prepended to its singleton class" =>
+        [Object.new.tap { |o| o.singleton_class.prepend(RustyMarshalSpecExt) }],
       "a raised exception (its backtrace object)" => [begin; raise ArgumentError, "boom"; rescue => e; e; end],
-      "a Time with an ivar" => [Time.at(0).tap { |t| t.instance_variable_set(:@note, 1) }],
-      "a Time with a singleton method" => [Time.at(0).tap { |t| t.define_singleton_method(:x) { 1 } }],
       "a Struct of an anonymous class" => [Struct.new(:a).new(1)],
-      "extended String/Array/Hash subclasses" =>
-        [RustyMarshalSpecString.new("x").extend(Comparable), RustyMarshalSpecArray.new([1]).extend(Comparable),
-         RustyMarshalSpecHash.new.merge!(a: 1).extend(Comparable)],
-      "an extended object" => [extended],
+      "String/Array/Hash subclasses extended with an anonymous module" =>
+        [RustyMarshalSpecString.new("x").extend(Module.new), RustyMarshalSpecArray.new([1]).extend(Module.new),
+         RustyMarshalSpecHash.new.merge!(a: 1).extend(Module.new)],
+      "an object extended with an anonymous module" => [extended.extend(Module.new)],
       "an object with singleton methods" => [singleton],
       "a hash with a default proc" => [Hash.new { |h, k| h[k] = 1 }],
       "an extended object (a Time, a Range, a class and a module beside it)" =>
-        [1..2, /re/i, String, Kernel, Time.at(0, in: "UTC"), Rational(1, 3), Complex(1, 2), Object.new.extend(Comparable)],
+        [1..2, /re/i, String, Kernel, Time.at(0, in: "UTC"), Rational(1, 3), Complex(1, 2), Object.new.extend(Module.new)],
       "an anonymous class or module" => [String, Class.new],
       "an anonymous module" => [Module.new],
       "a singleton class" => [String.singleton_class],
@@ -636,10 +635,8 @@ RSpec.describe "RustyStdlib::Marshal" do
       Object.const_set(:RustyMarshalSpecRange, klass) unless defined?(RustyMarshalSpecRange)
       selfish = []
       selfish << (selfish..selfish)
-      values = [Object.new.extend(Comparable), RustyMarshalSpecRange.new(1, 2), selfish, (Time.at(0)..Time.at(1)),
-                Regexp.new("r").tap { |r| r.instance_variable_set(:@i, 1) },
-                Class.new(Regexp).tap { |c| Object.const_set(:RustyMarshalSpecRegexp, c) unless defined?(RustyMarshalSpecRegexp) } &&
-                  RustyMarshalSpecRegexp.new("sub")]
+      values = [Object.new.tap { |o| o.singleton_class.prepend(Comparable) }, selfish, (Time.at(0)..Time.at(1)),
+                Regexp.new("r").tap { |r| r.instance_variable_set(:@i, 1) }]
       values.each do |v|
         bytes = stdlib.dump(v)
         expect(native_load(bytes)).to equal(fallback)
@@ -759,7 +756,7 @@ RSpec.describe "RustyStdlib::Marshal" do
     end
 
     it "runs every hook once when something outside the native set sits outside the hooks" do
-      value = [spec::MDump.new(1), spec::UDump.new("u"), Object.new.extend(Comparable)]
+      value = [spec::MDump.new(1), spec::UDump.new("u"), Object.new.tap { |o| o.singleton_class.prepend(Comparable) }]
       expect(native_dump(value)).to be_nil # decided before any hook ran
       expect_same_hook_calls { |m| m.dump(value) }
       bytes = stdlib.dump(value)

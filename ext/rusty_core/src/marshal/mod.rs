@@ -35,6 +35,7 @@ pub const TYPE_USERDEF: u8 = b'u';
 pub const TYPE_USRMARSHAL: u8 = b'U';
 pub const TYPE_REGEXP: u8 = b'/';
 pub const TYPE_EXTENDED: u8 = b'e';
+pub const TYPE_DATA: u8 = b'd';
 pub const TYPE_STRUCT: u8 = b'S';
 pub const TYPE_CLASS: u8 = b'c';
 pub const TYPE_MODULE: u8 = b'm';
@@ -364,6 +365,30 @@ pub fn parse_float(text: &[u8]) -> Option<f64> {
     text.parse::<f64>().ok()
 }
 
+/// MRI's Ruby 1.8 compatibility step for a Regexp source read without an encoding ivar
+/// (`r_object` for TYPE_REGEXP): a backslash escaping one of the letters Ruby 1.8 did not
+/// define as an escape is removed (an odd run of backslashes loses its last one).
+pub fn strip_18_escapes(src: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(src.len());
+    let mut backslashes = 0usize;
+    for &c in src {
+        match c {
+            b'\\' => backslashes += 1,
+            b'g' | b'h' | b'i' | b'j' | b'k' | b'l' | b'm' | b'o' | b'p' | b'q' | b'u' | b'y'
+            | b'E' | b'F' | b'H' | b'I' | b'J' | b'K' | b'L' | b'N' | b'O' | b'P' | b'Q' | b'R'
+            | b'S' | b'T' | b'U' | b'V' | b'X' | b'Y' => {
+                if backslashes % 2 == 1 {
+                    out.pop();
+                }
+                backslashes = 0;
+            }
+            _ => backslashes = 0,
+        }
+        out.push(c);
+    }
+    out
+}
+
 /// Splits a class path "A::B" into its names; `None` marks a malformed piece ("A:B",
 /// "A::", "::A").
 pub fn split_class_path(path: &[u8]) -> impl Iterator<Item = Option<&[u8]>> {
@@ -401,6 +426,12 @@ impl<'a> Reader<'a> {
     #[inline]
     pub fn remaining(&self) -> usize {
         self.data.len() - self.pos
+    }
+
+    /// The next byte, not consumed.
+    #[inline]
+    pub fn peek(&self) -> Option<u8> {
+        self.data.get(self.pos).copied()
     }
 
     #[inline]

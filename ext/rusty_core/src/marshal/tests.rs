@@ -196,3 +196,22 @@ fn splits_class_paths() {
         assert!(split_class_path(bad).any(|p| p.is_none()), "{:?}", bad);
     }
 }
+
+#[test]
+fn peek_does_not_consume() {
+    let mut r = Reader::new(b"ed");
+    assert_eq!(r.peek(), Some(b'e'));
+    assert_eq!(r.byte(), Some(b'e'));
+    assert_eq!(r.peek(), Some(b'd'));
+    assert_eq!(r.byte(), Some(b'd'));
+    assert_eq!(r.peek(), None);
+}
+
+#[test]
+fn strip_18_escapes_drops_a_backslash_before_undefined_escapes() {
+    assert_eq!(strip_18_escapes(br"\d\h\k"), br"\dhk".to_vec());
+    assert_eq!(strip_18_escapes(br"\\h"), br"\\h".to_vec());
+    assert_eq!(strip_18_escapes(br"\\\h"), br"\\h".to_vec());
+    assert_eq!(strip_18_escapes(br"a\.b\S"), br"a\.bS".to_vec());
+    assert_eq!(strip_18_escapes(b""), b"".to_vec());
+}

@@ -1,8 +1,8 @@
 //! The native `Marshal.dump`: a walk over nil, true, false, Integer, Float, String,
 //! Symbol, Array, Hash (compare_by_identity, ruby2_keywords), Regexp, Range, Rational,
 //! Complex, Time, classes, modules, Structs, plain objects, instance variables of Strings, Arrays, Hashes, Structs
-//! and Regexps, and objects with dump hooks (`U` for `marshal_dump`, `u` for `_dump`)
-//! that writes MRI's exact bytes,
+//! and Regexps, objects with dump hooks (`U` for `marshal_dump`, `u` for `_dump`, `d`
+//! for `_dump_data`) and extended objects (`e` records) that writes MRI's exact bytes,
 //! or reports `Fallback` as soon as it meets anything else.
 //!
 //! Hooks: the first hook object met triggers a scan of the whole graph (hooks as leaves,
@@ -30,6 +30,7 @@ use rb_sys::{ruby_value_type as T, VALUE};
 use rusty_core::marshal as core;
 
 use super::classes;
+use super::extended::{self, data_ids};
 use super::hooks::{self, DumpHook};
 use super::ids::{self, ids};
 use crate::helpers::raw::{class_of, flags, str_bytes};
@@ -137,9 +138,14 @@ impl DumpTables {
     fn lookup_object(&self, obj: VALUE) -> Option<u32> {
         unsafe { &*self.objects.get() }.get(&obj).copied()
     }
+    /// Numbers `obj`. An object numbered twice (a `_dump` object met again while its
+    /// String's ivars are written) keeps its first number, as MRI's `st_add_direct`
+    /// table finds the first entry.
     #[inline]
     fn insert_object(&self, obj: VALUE, index: u32) {
-        unsafe { &mut *self.objects.get() }.insert(obj, index);
+        unsafe { &mut *self.objects.get() }
+            .entry(obj)
+            .or_insert(index);
     }
     fn lookup_class(&self, klass: VALUE) -> Option<VALUE> {
         let classes = unsafe { &*self.classes.get() };
@@ -228,6 +234,17 @@ struct Dumper<'t> {
     root_limit: i32,
     /// The exception to raise: one a hook raised, or MRI's for what a hook did.
     error: Option<Error>,
+    /// Path symbols (pinned) of the modules an extended object's record starts with
+    /// (`e` records), written by the record's writer where MRI's `w_extended` writes them.
+    extensions: Vec<VALUE>,
+    /// Modules met in extended objects, with the (pinned) symbol of their name, or 0 for
+    /// one the stdlib must write (anonymous, something prepended).
+    extension_names: Vec<(VALUE, VALUE)>,
+    /// Classes whose instances were found to be `d` records, with their (pinned) symbol.
+    data_classes: Vec<(VALUE, VALUE)>,
+    /// Real classes and module chains of bare singleton classes found to have no dump
+    /// hooks (and the core `default`/`compare_by_identity?`, for Hashes).
+    plain_chains: Vec<(VALUE, Vec<VALUE>)>,
 }
 
 /// How a native dump ended.
@@ -277,6 +294,10 @@ fn run(ruby: &Ruby, obj: VALUE, limit: i32, scan: bool) -> (Result<Vec<u8>, Opti
         root: obj,
         root_limit: limit,
         error: None,
+        extensions: Vec::new(),
+        extension_names: Vec::new(),
+        data_classes: Vec::new(),
+        plain_chains: Vec::new(),
     };
     dumper.out.push(core::MAJOR);
     dumper.out.push(core::MINOR);
@@ -481,8 +502,15 @@ impl Dumper<'_> {
             core::write_float_body(&mut self.out, unsafe { rb_sys::NUM2DBL(obj) });
             return Ok(());
         }
-        let klass = class_of(obj);
+        let mut klass = class_of(obj);
         let builtin = unsafe { rb_sys::RB_BUILTIN_TYPE(obj) };
+        if extended::is_singleton(klass) && extendable(builtin) {
+            match self.singleton_record(obj, klass, builtin)? {
+                SingletonRecord::Hooked(hook, sym) => return self.w_hooked(obj, hook, sym, limit),
+                // Its `e` records are queued for the record's writer.
+                SingletonRecord::Extended(real) => klass = real,
+            }
+        }
         if builtin == T::RUBY_T_OBJECT
             || (builtin == T::RUBY_T_DATA && klass != unsafe { rb_sys::rb_cTime })
         {
@@ -562,12 +590,14 @@ impl Dumper<'_> {
             T::RUBY_T_CLASS => self.w_class_ref(obj, klass, core::TYPE_CLASS),
             T::RUBY_T_MODULE => self.w_class_ref(obj, klass, core::TYPE_MODULE),
             T::RUBY_T_DATA if klass == unsafe { rb_sys::rb_cTime } => self.w_time(obj, limit),
+            T::RUBY_T_DATA => self.w_data(obj, klass, limit),
             _ => Err(Fallback),
         }
     }
 
     /// A Time, as MRI writes any `_dump` object: `Iu:\tTime`, the String `Time#_dump`
-    /// returns, that String's (internal) ivars; the Time takes its link index last.
+    /// returns, that String's ivars (the Time's own, which `Time#_dump` copies onto it,
+    /// then the internal ones); the Time takes its link index last.
     fn w_time(&mut self, obj: VALUE, limit: i32) -> Step {
         if self.checked & CHECK_TIME == 0 {
             if !ids::core_time_dump(obj) {
@@ -575,8 +605,9 @@ impl Dumper<'_> {
             }
             self.checked |= CHECK_TIME;
         }
-        if flags(obj) & FL_EXIVAR != 0 {
-            return Err(Fallback);
+        // A Time met again inside its own ivars: as for any `_dump` object (`w_hooked`).
+        if rb_sys::RUBY_API_VERSION_CODE >= 30300 && self.tables.userdef_in_progress(obj) {
+            return Err(self.raise_runtime("can't dump recursive object using _dump()"));
         }
         let ids = ids();
         let level = unsafe { rb_sys::rb_int2inum(limit as isize) };
@@ -612,6 +643,7 @@ impl Dumper<'_> {
         core::write_bytes(&mut self.out, bytes);
         if count.count > 0 {
             self.w_long(count.count as i64);
+            self.tables.push_userdef(obj);
             let mut walk = IvarWalk {
                 dumper: self,
                 limit,
@@ -620,7 +652,9 @@ impl Dumper<'_> {
             unsafe {
                 rb_sys::rb_ivar_foreach(data, Some(write_ivar), &mut walk as *mut IvarWalk as _);
             }
-            if walk.failed {
+            let failed = walk.failed;
+            self.tables.pop_userdef();
+            if failed {
                 return Err(Fallback);
             }
         }
@@ -667,6 +701,7 @@ impl Dumper<'_> {
         if ivars > 0 {
             self.out.push(core::TYPE_IVAR);
         }
+        self.w_extensions()?;
         self.out.push(core::TYPE_STRUCT);
         self.w_symbol(path_sym)?;
         self.w_long(len as i64);
@@ -740,6 +775,7 @@ impl Dumper<'_> {
         self.remember(obj);
         self.enter()?;
         let ids = ids();
+        self.w_extensions()?; // an extended Range subclass
         self.out.push(core::TYPE_OBJECT);
         self.w_symbol(sym)?;
         self.w_long(3);
@@ -858,6 +894,7 @@ impl Dumper<'_> {
             return Err(Fallback);
         }
         self.enter()?;
+        self.w_extensions()?;
         self.out.push(core::TYPE_OBJECT);
         self.w_symbol(path_sym)?;
         self.w_long(count.count as i64);
@@ -912,6 +949,7 @@ impl Dumper<'_> {
 
     /// The `C` record prefix for a subclass found by `uclass`.
     fn w_uclass(&mut self, uclass: Option<VALUE>) -> Step {
+        self.w_extensions()?;
         if let Some(sym) = uclass {
             self.out.push(core::TYPE_UCLASS);
             self.w_symbol(sym)?;
@@ -1360,6 +1398,228 @@ impl Dumper<'_> {
             self.w_long(1);
             self.w_encoding(enc)?;
         }
+        Ok(())
+    }
+}
+
+/// The types whose records MRI starts with `e` records (through `w_class` or `w_uclass`
+/// with the singleton check); other objects with a singleton class (classes, modules)
+/// take their usual path.
+fn extendable(builtin: T) -> bool {
+    matches!(
+        builtin,
+        T::RUBY_T_OBJECT
+            | T::RUBY_T_STRING
+            | T::RUBY_T_REGEXP
+            | T::RUBY_T_ARRAY
+            | T::RUBY_T_HASH
+            | T::RUBY_T_STRUCT
+            | T::RUBY_T_DATA
+    )
+}
+
+/// How an object with a singleton class is written (see `Dumper::singleton_record`).
+enum SingletonRecord {
+    /// A `U`/`u` record: the hook and the symbol of the real class.
+    Hooked(DumpHook, VALUE),
+    /// The record of its type, after `e` records: its real class.
+    Extended(VALUE),
+}
+
+/// Extended objects (`e` records) and `_dump_data` objects (`d` records).
+impl Dumper<'_> {
+    /// How MRI writes an object whose class is the singleton class `singleton`: as a
+    /// `U`/`u` record of its real class when the object answers a dump hook (from a module
+    /// or a singleton method; no `e` records, no check of the singleton class), otherwise
+    /// with `e` records (queued in `extensions`) before the record of its type, if the
+    /// singleton class is bare (MRI raises "singleton can't be dumped" for methods or
+    /// ivars on it: the stdlib's) and its modules are named and have nothing prepended.
+    /// The hook question is asked once per real class and module chain.
+    fn singleton_record(
+        &mut self,
+        obj: VALUE,
+        singleton: VALUE,
+        builtin: T,
+    ) -> Result<SingletonRecord, Fallback> {
+        if !self.extensions.is_empty() {
+            return Err(Fallback);
+        }
+        let bare = extended::singleton_is_bare(singleton);
+        let chain = extended::extension_modules(singleton);
+        let known = bare
+            && chain.as_ref().is_some_and(|(real, modules)| {
+                self.plain_chains
+                    .iter()
+                    .any(|(r, m)| r == real && m == modules)
+            });
+        if !known {
+            // Asking runs no Ruby code; a respond_to? override is the stdlib's.
+            let hook = hooks::dump_hook(obj, singleton).ok_or(Fallback)?;
+            if hook != DumpHook::None {
+                let sym = self.path_symbol(unsafe { rb_sys::rb_class_real(singleton) })?;
+                self.tables.pin(sym);
+                return Ok(SingletonRecord::Hooked(hook, sym));
+            }
+            if !bare {
+                return Err(Fallback);
+            }
+            // w_hash calls `default` and `compare_by_identity?`.
+            if !hash_methods_are_core(singleton) {
+                if builtin == T::RUBY_T_HASH {
+                    return Err(Fallback);
+                }
+            } else if let Some((real, modules)) = &chain {
+                // Pinned: a key must not be freed and its address reused during the dump.
+                self.tables.pin(*real);
+                modules.iter().for_each(|&m| self.tables.pin(m));
+                self.plain_chains.push((*real, modules.clone()));
+            }
+        }
+        let (real, modules) = chain.ok_or(Fallback)?;
+        if builtin == T::RUBY_T_DATA
+            && unsafe { rb_sys::rb_obj_respond_to(obj, data_ids().dump_data, 1) } == 0
+        {
+            return Err(Fallback); // MRI's "no _dump_data" TypeError: the stdlib's
+        }
+        let mut names = Vec::with_capacity(modules.len());
+        for module in modules {
+            names.push(self.extension_name(module)?);
+        }
+        self.extensions = names;
+        Ok(SingletonRecord::Extended(real))
+    }
+
+    /// The symbol MRI writes in an `e` record for `module`, looked up once per dump.
+    fn extension_name(&mut self, module: VALUE) -> Result<VALUE, Fallback> {
+        let known = self.extension_names.iter().find(|(m, _)| *m == module);
+        let sym = match known {
+            Some(&(_, sym)) => sym,
+            None => {
+                let sym = if extended::without_prepends(module) {
+                    self.new_extension_name(module)?
+                } else {
+                    0
+                };
+                self.tables.pin(module);
+                self.extension_names.push((module, sym));
+                sym
+            }
+        };
+        if sym == 0 {
+            return Err(Fallback);
+        }
+        Ok(sym)
+    }
+
+    fn new_extension_name(&mut self, module: VALUE) -> Result<VALUE, Fallback> {
+        let Some(path) = extended::module_name(module) else {
+            return Ok(0); // MRI raises for an anonymous module
+        };
+        self.tables.pin(path);
+        let sym = magnus::rb_sys::protect(|| unsafe { rb_sys::rb_str_intern(path) })
+            .map_err(|_| Fallback)?;
+        self.tables.pin(sym);
+        Ok(sym)
+    }
+
+    /// The symbol of `klass`, the (real) class of a `d` object: no compat allocator, the
+    /// core `respond_to?`, `_dump_data` answered, a name that leads back to it (MRI calls
+    /// the hook before it finds a class unnamable; the stdlib will do both, once).
+    /// Checked once per class; an extended object, whose modules may define
+    /// `_dump_data`, is asked each time and not cached.
+    fn data_class(&mut self, obj: VALUE, klass: VALUE) -> Result<VALUE, Fallback> {
+        let cacheable = class_of(obj) == klass;
+        if cacheable {
+            if let Some(&(_, sym)) = self.data_classes.iter().find(|(k, _)| *k == klass) {
+                return Ok(sym);
+            }
+        }
+        if hooks::has_compat_allocator(klass)
+            || !ids::respond_to_is_core(klass)
+            || !ids::respond_to_is_core(class_of(obj))
+            || unsafe { rb_sys::rb_obj_respond_to(obj, data_ids().dump_data, 1) } == 0
+        {
+            return Err(Fallback);
+        }
+        let sym = self.path_symbol(klass)?;
+        self.tables.pin(sym);
+        if cacheable {
+            self.tables.pin(klass);
+            self.data_classes.push((klass, sym));
+        }
+        Ok(sym)
+    }
+
+    /// Ruby 3.1's RuntimeError for ivars a `_dump_data` hook added or removed, naming the
+    /// object's class by its `to_s` (as MRI's message format does).
+    fn raise_ivars_changed(&mut self, obj: VALUE, added: bool) -> Fallback {
+        let klass = class_of(obj);
+        match magnus::rb_sys::protect(|| unsafe { rb_sys::rb_obj_as_string(klass) }) {
+            Ok(name) => {
+                self.tables.pin(name);
+                let name = String::from_utf8_lossy(str_bytes(name)).into_owned();
+                let ruby = unsafe { Ruby::get_unchecked() };
+                let message = if added {
+                    format!("instance variable added to {name} instance")
+                } else {
+                    format!("instance variable removed from {name} instance")
+                };
+                self.error = Some(Error::new(ruby.exception_runtime_error(), message));
+            }
+            Err(e) => self.error = Some(e),
+        }
+        Fallback
+    }
+
+    /// The queued `e` records of the object being written (MRI's `w_extended`).
+    fn w_extensions(&mut self) -> Step {
+        for sym in std::mem::take(&mut self.extensions) {
+            self.out.push(core::TYPE_EXTENDED);
+            self.w_symbol(sym)?;
+        }
+        Ok(())
+    }
+
+    /// A `d` record, as MRI writes a `T_DATA` object without `marshal_dump`/`_dump`:
+    /// remembered, `_dump_data` called, then `I` if it has ivars, its `e` records, the
+    /// class, the result and the ivars. Objects that don't answer `_dump_data` (MRI's
+    /// TypeError) or whose class Marshal converts through a compat allocator are the
+    /// stdlib's. A scan only remembers it.
+    fn w_data(&mut self, obj: VALUE, klass: VALUE, limit: i32) -> Step {
+        let ids = data_ids();
+        let ivars = generic_ivar_count(obj)?;
+        let sym = self.data_class(obj, klass)?;
+        self.remember(obj);
+        if self.scan {
+            self.extensions.clear();
+            return Ok(());
+        }
+        let extensions = std::mem::take(&mut self.extensions);
+        self.ensure_scanned()?;
+        self.enter()?;
+        let v = self.call_hook(obj, ids.dump_data, "_dump_data", &[])?;
+        // MRI counted the ivars before the hook: ones it adds to an object without any
+        // are not written. Otherwise Ruby 3.1 raises when the count changed, 3.3 writes
+        // the old count and then the ivars there are.
+        if ivars > 0 && rb_sys::RUBY_API_VERSION_CODE < 30300 {
+            let now = generic_ivar_count(obj)?;
+            if now != ivars {
+                return Err(self.raise_ivars_changed(obj, now > ivars));
+            }
+        }
+        if ivars > 0 {
+            self.out.push(core::TYPE_IVAR);
+        }
+        self.extensions = extensions;
+        self.w_extensions()?;
+        self.out.push(core::TYPE_DATA);
+        self.w_symbol(sym)?;
+        self.w_object(v, limit)?;
+        if ivars > 0 {
+            self.w_long(ivars as i64);
+            self.w_generic_ivars(obj, ivars, limit)?;
+        }
+        self.depth -= 1;
         Ok(())
     }
 }

@@ -2,8 +2,10 @@
 //! false, `i`, `l`, `f`, `"`, `I"`, `:`, `I:`, `;`, `[`, `{`, `}`, `o`, `S` of named
 //! `Struct.new` classes, `C`/`IC` of String, Array and Hash subclasses, `C:Hash` of
 //! compare_by_identity Hashes, `Iu`/`u` of Time and of classes with `_load`, `U` of
-//! classes with `marshal_load` and of Rational and Complex, `o:Range`, `/` and `I/`
-//! Regexps, `I[`, `I{`, `IS` with instance variables or the `K` flag, `@`), building the
+//! classes with `marshal_load` and of Rational and Complex, `o:Range` and Range
+//! subclasses, `/` and `I/` Regexps, `C` of Regexp subclasses, `e` extended objects, `d`
+//! and `Id` of classes with `_load_data`, `I[`, `I{`, `IS` with instance variables or the
+//! `K` flag, `@`), building the
 //! objects MRI builds with the same C calls. Anything else, and any malformed or
 //! truncated input, falls back and the stdlib loads the same bytes instead (raising its
 //! own exception where the data is bad).
@@ -30,6 +32,7 @@ use rb_sys::VALUE;
 use rusty_core::marshal::{self as core, Reader};
 
 use super::classes;
+use super::extended::{self, data_ids};
 use super::hooks;
 use super::ids::{self, ids};
 use super::key_cache::KeyCache;
@@ -99,6 +102,8 @@ struct Loader<'a> {
     time_checked: bool,
     /// Whether Array and Hash were found to hash and compare with the core methods.
     containers_hash_checked: bool,
+    /// Modules of `e` records and classes of `d` records resolved and checked so far.
+    extended: extended::LoadCache,
     freeze: bool,
     depth: u32,
     utf8: c_int,
@@ -167,6 +172,7 @@ fn run(
         kept: 0,
         time_checked: false,
         containers_hash_checked: false,
+        extended: extended::LoadCache::default(),
         freeze,
         depth: 0,
         utf8: unsafe { rb_sys::rb_utf8_encindex() },
@@ -299,6 +305,17 @@ fn core_comparison(beg: VALUE, end: VALUE) -> bool {
     core(beg).is_some() && core(end).is_some()
 }
 
+fn range_initialize_id() -> rb_sys::ID {
+    static ID: OnceLock<rb_sys::ID> = OnceLock::new();
+    *ID.get_or_init(|| unsafe { rb_sys::rb_intern(c"initialize".as_ptr()) })
+}
+
+/// Whether instances of the Range subclass `klass` initialize with Range's own
+/// `initialize` (a C method), which MRI's compat loader runs the equivalent of.
+fn range_initialize_is_core(klass: VALUE) -> bool {
+    unsafe { rb_sys::rb_method_basic_definition_p(klass, range_initialize_id()) != 0 }
+}
+
 /// What the instances of a class named in an `o` or `S` record are, as far as loading
 /// them natively goes.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -317,6 +334,11 @@ enum ClassKind {
     Range = 6,
     /// Exceptions: `o` records whose ivar names need no `@`.
     Exception = 7,
+    /// Range subclasses whose `initialize` is Range's (their `o` records go through
+    /// Range's compat loader, which initializes a new instance of the subclass).
+    RangeSub = 8,
+    /// Strict subclasses of Regexp with core hashing: `C` records.
+    RegexpSub = 9,
 }
 
 /// Which core class `klass` strictly inherits from, for a `C` record.
@@ -326,6 +348,7 @@ fn core_subclass_kind(klass: VALUE) -> Option<ClassKind> {
             (rb_sys::rb_cString, ClassKind::StringSub),
             (rb_sys::rb_cArray, ClassKind::ArraySub),
             (rb_sys::rb_cHash, ClassKind::HashSub),
+            (rb_sys::rb_cRegexp, ClassKind::RegexpSub),
         ]
     };
     bases.into_iter().find_map(|(base, kind)| {
@@ -344,6 +367,8 @@ impl ClassKind {
             4 => ClassKind::ArraySub,
             5 => ClassKind::HashSub,
             6 => ClassKind::Range,
+            8 => ClassKind::RangeSub,
+            9 => ClassKind::RegexpSub,
             7 => ClassKind::Exception,
             _ => ClassKind::Other,
         }
@@ -378,10 +403,11 @@ impl Loader<'_> {
         unsafe { &mut *self.table.links.get() }.push(v);
     }
 
-    /// MRI's `r_leave` for a finished String: with `freeze`, its interned copy.
+    /// MRI's `r_leave` for a finished String: with `freeze` (and not inside a record that
+    /// freezes it later), its interned copy.
     #[inline]
     fn leave_string(&self, s: VALUE) -> VALUE {
-        if self.freeze {
+        if self.freezes_here() {
             unsafe { rb_sys::rb_str_to_interned_str(s) }
         } else {
             s
@@ -450,13 +476,22 @@ impl Loader<'_> {
                 core::TYPE_USERDEF => self.r_userdef(true),
                 core::TYPE_UCLASS => self.r_uclass(true),
                 core::TYPE_REGEXP => self.r_regexp(true),
+                core::TYPE_EXTENDED => self.r_extended(true),
+                core::TYPE_DATA => {
+                    let v = self.r_data(false, true)?;
+                    self.r_ivars(v)?;
+                    if self.freezes_here() {
+                        unsafe { rb_sys::rb_obj_freeze(v) };
+                    }
+                    Ok(v)
+                }
                 t @ (core::TYPE_ARRAY
                 | core::TYPE_HASH
                 | core::TYPE_HASH_DEF
                 | core::TYPE_STRUCT) => {
                     let v = self.r_partial(t)?;
                     self.r_ivars(v)?;
-                    if self.freeze {
+                    if self.freezes_here() {
                         unsafe { rb_sys::rb_obj_freeze(v) };
                     }
                     Ok(v)
@@ -467,6 +502,8 @@ impl Loader<'_> {
             core::TYPE_UCLASS => self.r_uclass(false),
             core::TYPE_USERDEF => self.r_userdef(false),
             core::TYPE_USRMARSHAL => self.r_usrmarshal(),
+            core::TYPE_EXTENDED => self.r_extended(false),
+            core::TYPE_DATA => self.r_data(false, false),
             core::TYPE_SYMBOL => self.r_symreal(false),
             core::TYPE_SYMLINK => self.r_symlink().map(|(sym, _)| sym),
             core::TYPE_LINK => {
@@ -556,8 +593,9 @@ impl Loader<'_> {
     }
 
     /// A `u` record of the core Time (the only `_load` class read natively): the String,
-    /// its ivars (the internal names `Time#_dump` writes, with the types it writes), then
-    /// `Time._load`; the Time takes its link index after the ivar values.
+    /// its ivars (the internal names `Time#_dump` writes, with the types it writes, and
+    /// the Time's own `@` ivars, which `Time._load` copies), then `Time._load`; the Time
+    /// takes its link index after the ivar values.
     fn r_time(&mut self, with_ivars: bool) -> Load<VALUE> {
         let ids = ids();
         if !self.time_checked {
@@ -576,7 +614,13 @@ impl Loader<'_> {
                 let (name, plain) = self.r_symbol()?;
                 let id = unsafe { rb_sys::SYM2ID(name) };
                 if !plain || !ids.time_ivars.contains(&id) {
-                    return Err(Fallback);
+                    // The Time's own ivars, which `Time._load` copies from the String.
+                    if !plain || unsafe { rb_sys::rb_is_instance_id(id) } == 0 {
+                        return Err(Fallback);
+                    }
+                    let value = self.r_object()?;
+                    unsafe { rb_sys::rb_ivar_set(data, id, value) };
+                    continue;
                 }
                 let value = self.r_object()?;
                 let ok = if id == ids.time_ivars[1] {
@@ -780,7 +824,7 @@ impl Loader<'_> {
     /// and `end` of a stand-in object, then a new Range. The link index (reserved in
     /// `slot`) is a placeholder until then: a link to it (MRI would give the uninitialized
     /// Range) is the stdlib's. Endpoints whose `<=>` could be Ruby code are too.
-    fn r_range(&mut self, slot: usize) -> Load<VALUE> {
+    fn r_range(&mut self, slot: usize, klass: VALUE) -> Load<VALUE> {
         let undef = rb_sys::Qundef as VALUE;
         self.set_entry(slot, undef);
         if self.long()? != 3 {
@@ -812,10 +856,26 @@ impl Loader<'_> {
         }
         let excl = c_int::from(rb_sys::TEST(excl));
         // "bad value for range" when <=> gives nil: the stdlib raises it.
-        let range = magnus::rb_sys::protect(|| unsafe { rb_sys::rb_range_new(beg, end, excl) })
-            .map_err(|_| Fallback)?;
+        let range = if klass == unsafe { rb_sys::rb_cRange } {
+            magnus::rb_sys::protect(|| unsafe { rb_sys::rb_range_new(beg, end, excl) })
+        } else {
+            // A subclass: MRI's loader initializes a new instance as Range#initialize does
+            // (so, unlike a Range, it is not frozen).
+            let excl = if excl != 0 {
+                rb_sys::Qtrue
+            } else {
+                rb_sys::Qfalse
+            } as VALUE;
+            magnus::rb_sys::protect(|| unsafe {
+                let range = rb_sys::rb_obj_alloc(klass);
+                let args = [beg, end, excl];
+                rb_sys::rb_funcallv(range, range_initialize_id(), 3, args.as_ptr());
+                range
+            })
+        }
+        .map_err(|_| Fallback)?;
         self.set_entry(slot, range);
-        if self.freeze {
+        if self.freezes_here() {
             unsafe { rb_sys::rb_obj_freeze(range) };
         }
         Ok(range)
@@ -868,7 +928,7 @@ impl Loader<'_> {
         let (klass, exception) = match self.named_class(path_sym)? {
             (klass, ClassKind::Plain) => (klass, false),
             (klass, ClassKind::Exception) => (klass, true),
-            (_, ClassKind::Range) => return self.r_range(slot),
+            (klass, ClassKind::Range | ClassKind::RangeSub) => return self.r_range(slot, klass),
             _ => return Err(Fallback),
         };
         let obj = unsafe { rb_sys::rb_obj_alloc(klass) };
@@ -896,7 +956,7 @@ impl Loader<'_> {
             let value = self.r_object()?;
             self.guarded(|| unsafe { rb_sys::rb_ivar_set(obj, id, value) })?;
         }
-        if self.freeze {
+        if self.freezes_here() {
             unsafe { rb_sys::rb_obj_freeze(obj) };
         }
         Ok(obj)
@@ -983,7 +1043,7 @@ impl Loader<'_> {
             }
             let v = self.r_partial(t)?;
             self.r_ivars(v)?;
-            if self.freeze {
+            if self.freezes_here() {
                 unsafe { rb_sys::rb_obj_freeze(v) };
             }
             return Ok(v);
@@ -993,6 +1053,9 @@ impl Loader<'_> {
                 return self.r_string_with_ivars(klass); // given its class before its ivars
             }
             (ClassKind::StringSub, core::TYPE_STRING) => self.r_string()?,
+            (ClassKind::RegexpSub, core::TYPE_REGEXP) => {
+                return self.r_regexp_subclass(klass, ivar)
+            }
             (ClassKind::ArraySub, core::TYPE_ARRAY)
             | (ClassKind::HashSub, core::TYPE_HASH | core::TYPE_HASH_DEF) => {
                 if !ivar {
@@ -1003,7 +1066,7 @@ impl Loader<'_> {
                     // by the class), then freezing.
                     unsafe { rb_sys::rb_obj_reveal(v, klass) };
                     self.r_ivars(v)?;
-                    if self.freeze {
+                    if self.freezes_here() {
                         unsafe { rb_sys::rb_obj_freeze(v) };
                     }
                     v
@@ -1026,7 +1089,7 @@ impl Loader<'_> {
                 if ivar {
                     self.r_ivars(v)?;
                 }
-                if self.freeze {
+                if self.freezes_here() {
                     unsafe { rb_sys::rb_obj_freeze(v) };
                 }
                 v
@@ -1129,7 +1192,7 @@ impl Loader<'_> {
                 .map_err(|_| Fallback)?;
         let links = unsafe { &mut *self.table.links.get() };
         links[slot] = re;
-        if self.freeze {
+        if self.freezes_here() {
             unsafe { rb_sys::rb_obj_freeze(re) };
         }
         Ok(re)
@@ -1187,6 +1250,8 @@ impl Loader<'_> {
             ClassKind::Plain
         } else if klass == unsafe { rb_sys::rb_cRange } {
             ClassKind::Range
+        } else if classes::allocates_ranges(klass) && range_initialize_is_core(klass) {
+            ClassKind::RangeSub
         } else if classes::allocates_exceptions(klass) {
             ClassKind::Exception
         } else if classes::allocates_structs(klass) {
@@ -1447,5 +1512,253 @@ impl Loader<'_> {
             .map_err(|_| Fallback)?;
         unsafe { rb_sys::rb_ary_store(self.symbols, index as c_long, sym) };
         Ok(sym)
+    }
+}
+
+/// Extended objects (`e` records) and `_load_data` objects (`d` records).
+impl Loader<'_> {
+    /// `e` records (MRI's TYPE_EXTENDED; `ivar`: inside an `I` record): the modules, then
+    /// the object, read as usual but not frozen yet (MRI's `partial`), then extended with
+    /// `rb_extend_object` (which runs no hook), the last module named first, as MRI pops
+    /// them, then frozen with `freeze` where MRI freezes it: by the `I` record's `r_leave`
+    /// on both Rubies, by the `e` record's own on 3.3 only (3.1 has none). Records MRI
+    /// treats specially after an `e` (a `U` extended before `marshal_load`, a prepended
+    /// class, `u`, links) are the stdlib's.
+    fn r_extended(&mut self, ivar: bool) -> Load<VALUE> {
+        let saved = self.no_freeze_at;
+        self.no_freeze_at = self.depth;
+        let v = self.r_extended_object(ivar);
+        self.no_freeze_at = saved;
+        let v = v?;
+        let leaves = if ivar {
+            true
+        } else {
+            rb_sys::RUBY_API_VERSION_CODE >= 30300
+        };
+        if self.scan || !self.freeze || !leaves || saved == self.depth {
+            return Ok(v);
+        }
+        if unsafe { rb_sys::RB_TYPE_P(v, rb_sys::ruby_value_type::RUBY_T_STRING) } {
+            // Extended, so not a bare String: MRI's r_leave freezes it in place.
+            return Ok(unsafe { rb_sys::rb_str_to_interned_str(v) });
+        }
+        unsafe { rb_sys::rb_obj_freeze(v) };
+        Ok(v)
+    }
+
+    /// The modules and the object of `e` records, extended (see `r_extended`).
+    fn r_extended_object(&mut self, ivar: bool) -> Load<VALUE> {
+        let modules = unsafe { rb_sys::rb_ary_new() };
+        self.keep(modules);
+        loop {
+            let (name, _) = self.r_symbol()?;
+            let module = self.named_module(name)?;
+            unsafe { rb_sys::rb_ary_push(modules, module) };
+            if self.r.peek() != Some(core::TYPE_EXTENDED) {
+                break;
+            }
+            self.byte()?;
+        }
+        let t = self.r.peek().ok_or(Fallback)?;
+        let v = match t {
+            core::TYPE_STRING
+            | core::TYPE_REGEXP
+            | core::TYPE_ARRAY
+            | core::TYPE_HASH
+            | core::TYPE_HASH_DEF
+            | core::TYPE_STRUCT
+            | core::TYPE_UCLASS
+                if ivar =>
+            {
+                self.r_object_of(core::TYPE_IVAR)?
+            }
+            core::TYPE_STRING
+            | core::TYPE_REGEXP
+            | core::TYPE_ARRAY
+            | core::TYPE_HASH
+            | core::TYPE_HASH_DEF
+            | core::TYPE_STRUCT
+            | core::TYPE_UCLASS
+            | core::TYPE_OBJECT
+            | core::TYPE_IVAR => {
+                self.byte()?;
+                self.r_object_of(t)?
+            }
+            core::TYPE_DATA if ivar => {
+                // MRI hands the modules to the data record here too (see `r_data`).
+                self.byte()?;
+                let v = self.r_data(true, true)?;
+                self.r_ivars(v)?;
+                v
+            }
+            core::TYPE_DATA => {
+                self.byte()?;
+                self.r_data(true, true)?
+            }
+            _ => return Err(Fallback),
+        };
+        if self.scan {
+            return Ok(v); // `d` objects are not loaded in a scan
+        }
+        if rb_sys::SPECIAL_CONST_P(v) || unsafe { rb_sys::rb_obj_frozen_p(v) } != 0 {
+            return Err(Fallback); // MRI raises (a Range is frozen): the stdlib's
+        }
+        let count = unsafe { rb_sys::RARRAY_LEN(modules) };
+        for i in (0..count).rev() {
+            let module = unsafe { rb_sys::RARRAY_AREF(modules, i as isize) };
+            self.guarded(|| unsafe {
+                rb_sys::rb_extend_object(v, module);
+                qnil()
+            })?;
+        }
+        Ok(v)
+    }
+
+    /// The module an `e` record names (a class there means MRI's prepended-class case,
+    /// anything else its ArgumentError: both the stdlib's).
+    fn named_module(&mut self, sym: VALUE) -> Load<VALUE> {
+        if let Some(module) = self.extended.module(sym) {
+            return Ok(module);
+        }
+        let name = unsafe { rb_sys::rb_sym2str(sym) };
+        // Copied: resolving may allocate, and a compacting GC could move the name's bytes.
+        let path = crate::helpers::raw::str_bytes(name).to_vec();
+        let module = classes::resolve_path(&path).ok_or(Fallback)?;
+        if unsafe { !rb_sys::RB_TYPE_P(module, rb_sys::ruby_value_type::RUBY_T_MODULE) } {
+            return Err(Fallback);
+        }
+        // An extended object used as a Hash key would be hashed through the module.
+        if extended::defines_hashing(module) {
+            return Err(Fallback);
+        }
+        self.keep(module);
+        self.extended.add_module(sym, module);
+        Ok(module)
+    }
+
+    /// A `d` record, as MRI reads it: the class, a new instance from its allocator (which
+    /// must be a `T_DATA`), its link index, the data record, then `_load_data(data)`.
+    /// Classes without `_load_data` (MRI's TypeError) or an allocator, and compat
+    /// allocators, are the stdlib's. After `e` records (`extended`), MRI hands its module
+    /// list to the data record: only data records that ignore it are read here. Inside an
+    /// `I` record (`partial`) it is frozen after its ivars. A scan reads the record
+    /// without calling the hook (the object stays as allocated).
+    fn r_data(&mut self, extended: bool, partial: bool) -> Load<VALUE> {
+        let (name, _) = self.r_symbol()?;
+        let (klass, _) = self.named_class(name)?;
+        if !self.extended.is_data_class(klass) {
+            if !extended::load_data_class(klass) || !core_hashing(klass) {
+                return Err(Fallback);
+            }
+            self.extended.add_data_class(klass);
+        }
+        if extended
+            && matches!(
+                self.r.peek(),
+                Some(
+                    core::TYPE_USRMARSHAL
+                        | core::TYPE_EXTENDED
+                        | core::TYPE_IVAR
+                        | core::TYPE_UCLASS
+                )
+            )
+        {
+            return Err(Fallback);
+        }
+        // MRI reads the data record as `partial` as the `d` record itself, so with
+        // `freeze` the data object is frozen only outside an `I` or `e` record: done here
+        // for the records whose readers follow `no_freeze_at`; the rest is the stdlib's.
+        let follows_partial = matches!(
+            self.r.peek(),
+            Some(
+                core::TYPE_ARRAY
+                    | core::TYPE_HASH
+                    | core::TYPE_HASH_DEF
+                    | core::TYPE_STRUCT
+                    | core::TYPE_OBJECT
+                    | core::TYPE_STRING
+                    | core::TYPE_REGEXP
+                    | core::TYPE_UCLASS
+                    | core::TYPE_NIL
+                    | core::TYPE_TRUE
+                    | core::TYPE_FALSE
+                    | core::TYPE_FIXNUM
+                    | core::TYPE_BIGNUM
+                    | core::TYPE_FLOAT
+                    | core::TYPE_SYMBOL
+                    | core::TYPE_SYMLINK
+                    | core::TYPE_LINK
+                    | core::TYPE_CLASS
+                    | core::TYPE_MODULE
+            )
+        );
+        if partial && self.freeze && !follows_partial {
+            return Err(Fallback);
+        }
+        let v = magnus::rb_sys::protect(|| unsafe { rb_sys::rb_obj_alloc(klass) })
+            .map_err(|_| Fallback)?;
+        self.keep(v);
+        if unsafe { !rb_sys::RB_TYPE_P(v, rb_sys::ruby_value_type::RUBY_T_DATA) }
+            || unsafe { rb_sys::rb_obj_respond_to(v, data_ids().load_data, 1) } == 0
+        {
+            return Err(Fallback);
+        }
+        if !self.scan {
+            self.ensure_scanned()?;
+        }
+        self.entry(v);
+        let saved = self.no_freeze_at;
+        if partial {
+            self.no_freeze_at = self.depth + 1; // the depth `r_object` reads it at
+        }
+        let data = self.r_object();
+        self.no_freeze_at = saved;
+        let data = data?;
+        if self.scan {
+            return Ok(v);
+        }
+        self.call_hook(v, data_ids().load_data, data)?;
+        if self.freeze && !partial {
+            unsafe { rb_sys::rb_obj_freeze(v) };
+        }
+        Ok(v)
+    }
+}
+
+/// Regexp subclasses (`C` records of a Regexp).
+impl Loader<'_> {
+    /// A `C` record of a Regexp subclass, as MRI reads it: the Regexp record inside the
+    /// `C` is read without its `I` ivars (MRI passes none down), so its source gets the
+    /// Ruby 1.8 escape step and is compiled as bytes; then the subclass is set, then the
+    /// `I` record's ivars (the encoding, set on the Regexp itself, and instance
+    /// variables), then freezing.
+    fn r_regexp_subclass(&mut self, klass: VALUE, ivar: bool) -> Load<VALUE> {
+        let bytes = self.r.read_bytes().ok_or(Fallback)?;
+        let source = core::strip_18_escapes(bytes);
+        let src =
+            unsafe { rb_sys::rb_str_new(source.as_ptr() as *const c_char, source.len() as c_long) };
+        self.keep(src);
+        let options = self.byte()?;
+        let slot = unsafe { &*self.table.links.get() }.len();
+        self.entry(qnil());
+        let re =
+            magnus::rb_sys::protect(|| unsafe { rb_sys::rb_reg_new_str(src, options as c_int) })
+                .map_err(|_| Fallback)?;
+        self.set_entry(slot, re);
+        unsafe { rb_sys::rb_obj_reveal(re, klass) };
+        if ivar {
+            let count = self.long()?;
+            for _ in 0..count {
+                let (name, plain) = self.r_symbol()?;
+                let value = self.r_object()?;
+                if !self.set_encoding_ivar(re, name, plain, value)? {
+                    self.set_ivar(re, name, plain, value)?;
+                }
+            }
+        }
+        if self.freezes_here() {
+            unsafe { rb_sys::rb_obj_freeze(re) };
+        }
+        Ok(re)
     }
 }

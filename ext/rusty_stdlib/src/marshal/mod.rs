@@ -10,7 +10,9 @@
 //! (`o:Range` through Range's compat dumper; subclasses dump only), and Rationals and
 //! Complexes (`U` records of their core `marshal_dump`), and exceptions (`o` records
 //! with `mesg`, `bt` and a subclass's ivars; raised ones, holding a backtrace object,
-//! are dumped by the stdlib).
+//! are dumped by the stdlib); objects extended with named modules (`e` records),
+//! `_dump_data`/`_load_data` objects (`d` records), Times with ivars, and Range and
+//! Regexp subclasses (see `extended`).
 //!
 //! `RustyStdlib::Marshal.native_dump(obj, limit)` returns the dump as a String, or `nil`
 //! when the graph holds anything outside the native subset (then the shim calls the
@@ -36,6 +38,7 @@
 
 mod classes;
 mod dump;
+mod extended;
 mod hooks;
 mod ids;
 mod key_cache;
@@ -50,8 +53,9 @@ pub fn init(ruby: &Ruby, root: RModule) -> Result<(), Error> {
         class.undef_default_alloc_func();
     }
     ids::init(ruby);
-    // The stdlib's Marshal works in any Ractor, so ours must too: these functions keep no
-    // shared mutable state (the statics are set once, before any call).
+    extended::data_ids(); // interned now, not inside an ivar walk later
+                          // The stdlib's Marshal works in any Ractor, so ours must too: these functions keep no
+                          // shared mutable state (the statics are set once, before any call).
     unsafe { rb_sys::rb_ext_ractor_safe(true) };
     let defined = module
         .define_singleton_method("native_dump", function!(native_dump, 2))
