@@ -16,8 +16,9 @@ module RustyStdlib
   # answers only when the whole call is within what it supports, otherwise the stdlib
   # handles the whole call (other classes such as Data, raised exceptions' backtraces,
   # Range and Regexp subclasses on load,
-  # extended objects, singletons, IO ports, a load proc, classes that would need an autoload,
-  # unusual or malformed bytes). A depth limit's error is raised natively, where MRI raises
+  # extended objects, singletons, loading from an IO, a load proc, dumping objects with
+  # dump hooks to an IO, classes that would need an autoload, unusual or malformed bytes).
+  # Dumping to an IO port writes the same chunks through the same calls as the stdlib. A depth limit's error is raised natively, where MRI raises
   # it. That is decided before
   # any hook runs, except for something unsupported inside a marshal_dump result: then
   # the stdlib runs the hooks again. The stdlib
@@ -82,9 +83,9 @@ module RustyStdlib
         if NOT_GIVEN.equal?(port)
           native_dump(obj, nil) || stdlib_dump(obj)
         elsif NOT_GIVEN.equal?(limit)
-          (Integer === port && native_dump(obj, port)) || stdlib_dump(obj, port)
+          (Integer === port ? native_dump(obj, port) : native_dump_to(obj, port, nil)) || stdlib_dump(obj, port)
         else
-          stdlib_dump(obj, port, limit)
+          native_dump_to(obj, port, limit) || stdlib_dump(obj, port, limit)
         end
       end
 
@@ -105,9 +106,10 @@ module RustyStdlib
         if NOT_GIVEN.equal?(port)
           RustyStdlib::Marshal.native_dump(obj, nil) || super(obj)
         elsif NOT_GIVEN.equal?(limit)
-          (Integer === port && RustyStdlib::Marshal.native_dump(obj, port)) || super(obj, port)
+          ours = RustyStdlib::Marshal
+          (Integer === port ? ours.native_dump(obj, port) : ours.native_dump_to(obj, port, nil)) || super(obj, port)
         else
-          super(obj, port, limit)
+          RustyStdlib::Marshal.native_dump_to(obj, port, limit) || super(obj, port, limit)
         end
       end
 

@@ -196,3 +196,105 @@ fn splits_class_paths() {
         assert!(split_class_path(bad).any(|p| p.is_none()), "{:?}", bad);
     }
 }
+
+fn dump_of(body: &[u8]) -> Vec<u8> {
+    let mut v = vec![MAJOR, MINOR];
+    v.extend_from_slice(body);
+    v
+}
+
+#[test]
+fn flush_points_small_dump_has_none() {
+    let mut body = vec![TYPE_STRING];
+    write_bytes(&mut body, b"hello");
+    assert_eq!(flush_points(&dump_of(&body), 8192), Some(vec![]));
+}
+
+#[test]
+fn flush_points_after_a_whole_string_content() {
+    // The 10_000 content bytes are one piece: the flush comes after all of them.
+    let mut body = vec![TYPE_STRING];
+    write_bytes(&mut body, &[b'x'; 10_000]);
+    let data = dump_of(&body);
+    assert_eq!(flush_points(&data, 8192), Some(vec![data.len()]));
+}
+
+#[test]
+fn flush_points_single_bytes_flush_exactly_at_bufsiz() {
+    let mut body = vec![TYPE_ARRAY];
+    write_long(&mut body, 20_000);
+    body.extend(std::iter::repeat_n(TYPE_NIL, 20_000));
+    let data = dump_of(&body);
+    assert_eq!(flush_points(&data, 8192), Some(vec![8192, 16384]));
+}
+
+#[test]
+fn flush_points_a_long_is_one_piece() {
+    // 8190 bytes, then a 3-byte long crossing 8192: the flush is after the long.
+    let mut body = vec![TYPE_ARRAY];
+    write_long(&mut body, 2);
+    body.push(TYPE_STRING);
+    let content = vec![b'a'; 8190 - 2 - 1 - long(2).len() - 1 - long(8180).len()];
+    write_bytes(&mut body, &content);
+    assert_eq!(2 + body.len(), 8190);
+    body.push(TYPE_FIXNUM);
+    body.extend(long(70_000));
+    let data = dump_of(&body);
+    assert_eq!(
+        flush_points(&data, 8192),
+        Some(vec![8191 + long(70_000).len()])
+    );
+}
+
+#[test]
+fn flush_points_walk_nested_records() {
+    // I"..." with an encoding ivar, an object with an ivar, a bignum, a user class, a
+    // _dump record, a hash with default, a regexp, links and symlinks.
+    let mut body = vec![TYPE_ARRAY];
+    write_long(&mut body, 7);
+    body.extend_from_slice(b"I\"");
+    write_bytes(&mut body, b"caf\xc3\xa9");
+    body.extend(long(1));
+    body.push(TYPE_SYMBOL);
+    write_bytes(&mut body, b"E");
+    body.push(TYPE_TRUE);
+    body.push(TYPE_OBJECT);
+    body.push(TYPE_SYMBOL);
+    write_bytes(&mut body, b"Point");
+    body.extend(long(1));
+    body.push(TYPE_SYMBOL);
+    write_bytes(&mut body, b"@x");
+    body.push(TYPE_SYMLINK);
+    body.extend(long(0));
+    body.extend_from_slice(b"l+");
+    body.extend(long(5));
+    body.extend_from_slice(&[1; 10]);
+    body.extend_from_slice(b"C:");
+    write_bytes(&mut body, b"MyArray");
+    body.push(TYPE_ARRAY);
+    body.extend(long(0));
+    body.extend_from_slice(b"u;");
+    body.extend(long(1));
+    write_bytes(&mut body, b"dumped");
+    body.push(TYPE_HASH_DEF);
+    body.extend(long(1));
+    body.push(TYPE_LINK);
+    body.extend(long(1));
+    body.push(TYPE_NIL);
+    body.push(TYPE_FALSE);
+    body.push(TYPE_REGEXP);
+    write_bytes(&mut body, b"a+");
+    body.push(1);
+    let data = dump_of(&body);
+    assert_eq!(flush_points(&data, 8192), Some(vec![]));
+    // With a tiny buffer every piece is flushed: the first piece ends at 1.
+    let points = flush_points(&data, 1).unwrap();
+    assert_eq!(points.first(), Some(&1));
+    assert_eq!(points.last(), Some(&data.len()));
+    // Truncated or trailing data is not one dump.
+    assert_eq!(flush_points(&data[..data.len() - 1], 8192), None);
+    let mut longer = data.clone();
+    longer.push(TYPE_NIL);
+    assert_eq!(flush_points(&longer, 8192), None);
+    assert_eq!(flush_points(&dump_of(b"?"), 8192), None);
+}

@@ -14,7 +14,8 @@
 //!
 //! `RustyStdlib::Marshal.native_dump(obj, limit)` returns the dump as a String, or `nil`
 //! when the graph holds anything outside the native subset (then the shim calls the
-//! stdlib's `Marshal.dump` for the whole call). `native_load(source, freeze, fallback)`
+//! stdlib's `Marshal.dump` for the whole call); `native_dump_to(obj, port, limit)` writes
+//! it to an IO-like port as MRI does and returns the port (see `port.rs`), or `nil`. `native_load(source, freeze, fallback)`
 //! returns the loaded object, or `fallback` when the bytes are outside the subset or
 //! malformed in any way (then the shim calls the stdlib on the same input, which also
 //! produces the stdlib's exact exception). Both raise what a hook raises (and MRI's
@@ -40,6 +41,7 @@ mod hooks;
 mod ids;
 mod key_cache;
 mod load;
+mod port;
 
 use magnus::{function, prelude::*, Error, RModule, Ruby, Value};
 
@@ -55,6 +57,9 @@ pub fn init(ruby: &Ruby, root: RModule) -> Result<(), Error> {
     unsafe { rb_sys::rb_ext_ractor_safe(true) };
     let defined = module
         .define_singleton_method("native_dump", function!(native_dump, 2))
+        .and_then(|_| {
+            module.define_singleton_method("native_dump_to", function!(native_dump_to, 3))
+        })
         .and_then(|_| module.define_singleton_method("native_load", function!(native_load, 3)));
     unsafe { rb_sys::rb_ext_ractor_safe(false) };
     defined
@@ -73,6 +78,26 @@ fn native_dump(ruby: &Ruby, obj: Value, limit: Value) -> Result<Value, Error> {
         Ok(dump::Outcome::Done(bytes)) => Ok(ruby.str_from_slice(&bytes).as_value()),
         Ok(dump::Outcome::Raise(error)) => Err(error),
         _ => Ok(ruby.qnil().as_value()),
+    }
+}
+
+/// `port` after the dump of `obj` with depth `limit` (nil for none) was written to it as
+/// MRI writes it, or nil to ask for the stdlib (then nothing of the port was called);
+/// what the port's methods raise is raised.
+fn native_dump_to(ruby: &Ruby, obj: Value, port: Value, limit: Value) -> Result<Value, Error> {
+    let nil = ruby.qnil().as_value();
+    let Some(limit) = ids::dump_limit(limit) else {
+        return Ok(nil);
+    };
+    if port.is_nil() {
+        return Ok(nil);
+    }
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        port::dump_to(ruby, obj, port, limit)
+    })) {
+        Ok(Ok(written)) => Ok(written.unwrap_or(nil)),
+        Ok(Err(error)) => Err(error),
+        Err(_) => Ok(nil),
     }
 }
 
