@@ -16,9 +16,11 @@ module RustyStdlib
   # answers only when the whole call is within what it supports, otherwise the stdlib
   # handles the whole call (other classes such as Data, raised exceptions' backtraces,
   # Range and Regexp subclasses on load,
-  # extended objects, singletons, loading from an IO, a load proc, dumping objects with
-  # dump hooks to an IO, classes that would need an autoload, unusual or malformed bytes).
-  # Dumping to an IO port writes the same chunks through the same calls as the stdlib. A depth limit's error is raised natively, where MRI raises
+  # extended objects, singletons, a load proc, dumping objects with dump hooks to an IO,
+  # classes that would need an autoload, unusual or malformed bytes).
+  # Dumping to an IO port writes the same chunks through the same calls as the stdlib;
+  # loading from one makes the stdlib's getbyte/read calls, and where the records need
+  # the stdlib, it continues from those calls' answers (see ReplayPort). A depth limit's error is raised natively, where MRI raises
   # it. That is decided before
   # any hook runs, except for something unsupported inside a marshal_dump result: then
   # the stdlib runs the hooks again. The stdlib
@@ -94,8 +96,65 @@ module RustyStdlib
         if proc.nil?
           result = native_load(source, freeze, FALLBACK)
           return result unless FALLBACK.equal?(result)
+
+          result, source = load_other(source, freeze)
+          return result unless FALLBACK.equal?(result)
         end
         stdlib_load(source, proc, freeze: freeze)
+      end
+
+      # After native_load gave up on `source`: for a non-String (MRI converts it with
+      # to_str if it can, else reads it as an IO-like port), the object loaded natively,
+      # or FALLBACK; and what the stdlib must be given instead of `source` so that no
+      # method of it runs twice: the String to_str gave, or a ReplayPort of the port.
+      def load_other(source, freeze)
+        return [FALLBACK, source] if String === source
+
+        string = String.try_convert(source) # MRI's rb_check_string_type
+        return [native_load(string, freeze, FALLBACK), string] if string
+
+        log = []
+        [native_load_from(source, freeze, log, FALLBACK), ReplayPort.new(source, log)]
+      end
+    end
+
+    # What the stdlib reads from when it takes over a load from an IO-like port that
+    # native_load_from began: the port's answers to the calls already made (the same
+    # calls the stdlib makes first, in the same order), then the port itself. MRI has
+    # called the port's binmode already.
+    class ReplayPort
+      def initialize(port, log)
+        @port = port
+        @log = log
+        @next = 0
+      end
+
+      def getbyte
+        return @port.__send__(:getbyte) if @next == @log.size
+
+        replay(:getbyte, nil)
+      end
+
+      def read(length)
+        return @port.__send__(:read, length) if @next == @log.size
+
+        replay(:read, length)
+      end
+
+      def binmode
+        self
+      end
+
+      private
+
+      def replay(name, arg)
+        logged_name, logged_arg, result = @log[@next]
+        unless logged_name == name && logged_arg == arg
+          raise "rusty_stdlib: Marshal.load from a port replayed #{name}(#{arg.inspect}) " \
+                "where #{logged_name}(#{logged_arg.inspect}) was made"
+        end
+        @next += 1
+        result
       end
     end
 
@@ -117,6 +176,9 @@ module RustyStdlib
         if proc.nil?
           result = RustyStdlib::Marshal.native_load(source, freeze, FALLBACK)
           return result unless FALLBACK.equal?(result)
+
+          result, source = RustyStdlib::Marshal.load_other(source, freeze)
+          return result unless FALLBACK.equal?(result)
         end
         super(source, proc, freeze: freeze)
       end
@@ -124,6 +186,9 @@ module RustyStdlib
       def restore(source, proc = nil, freeze: false)
         if proc.nil?
           result = RustyStdlib::Marshal.native_load(source, freeze, FALLBACK)
+          return result unless FALLBACK.equal?(result)
+
+          result, source = RustyStdlib::Marshal.load_other(source, freeze)
           return result unless FALLBACK.equal?(result)
         end
         super(source, proc, freeze: freeze)

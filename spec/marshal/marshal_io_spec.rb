@@ -244,3 +244,225 @@ RSpec.describe "RustyStdlib::Marshal.dump to an IO port" do
     end
   end
 end
+
+module RustyMarshalSpec
+  # An IO-like source over a String that records every call Marshal makes on it (into
+  # `log`, which hooks may share), as MRI's load makes them: getbyte, read(n), binmode.
+  class RecordingSource
+    attr_reader :log, :io
+
+    def initialize(bytes, log = [], short_reads: false)
+      @io = StringIO.new(bytes)
+      @log = log
+      @short_reads = short_reads
+    end
+
+    def binmode
+      @log << [:binmode]
+      self
+    end
+
+    def getbyte
+      byte = @io.getbyte
+      @log << [:getbyte, byte]
+      byte
+    end
+
+    def read(length)
+      length -= 1 if @short_reads && length > 1
+      data = @io.read(length)
+      @log << [:read, length, data]
+      data
+    end
+  end
+
+  # getbyte answers with one-character Strings and read with objects that convert.
+  class ConvertingSource < RecordingSource
+    Chunk = Struct.new(:data) do
+      def to_str = data
+    end
+
+    def getbyte
+      byte = super
+      byte&.chr
+    end
+
+    def read(length)
+      data = super
+      data && Chunk.new(data)
+    end
+  end
+
+  # A source whose read fails after `ok_reads` calls.
+  class FailingSource < RecordingSource
+    def initialize(bytes, ok_reads)
+      super(bytes)
+      @ok_reads = ok_reads
+    end
+
+    def read(length)
+      raise IOError, "read failed" if (@ok_reads -= 1).negative?
+
+      super
+    end
+  end
+
+  # Only getbyte (no read): not an IO for Marshal.
+  class GetbyteOnly
+    def getbyte = 0
+  end
+
+  # An object that converts to the String of a dump.
+  class DumpString
+    attr_reader :conversions
+
+    def initialize(bytes)
+      @bytes = bytes
+      @conversions = 0
+    end
+
+    def to_str
+      @conversions += 1
+      @bytes
+    end
+  end
+end
+
+RSpec.describe "RustyStdlib::Marshal.load from an IO port" do
+  ours = RustyStdlib::Marshal
+  stdlib = MarshalHelper::Stdlib
+  stress = Parity::GC_STRESS
+  bufsiz = 8192
+
+  # Both load from a fresh source (a block given the bytes): the loaded graph or the
+  # exception, every call the source saw, and what is left unread must be the same.
+  def expect_same_reads(bytes, freeze: false, &make_source)
+    make_source ||= ->(b) { RustyMarshalSpec::RecordingSource.new(b) }
+    expect_parity(MarshalHelper::Stdlib, RustyStdlib::Marshal) do |m|
+      source = make_source.call(bytes + "TRAILER".b)
+      loaded = begin
+        MarshalHelper.describe(m.load(source, freeze: freeze))
+      rescue StandardError => e
+        [e.class, e.message]
+      end
+      [loaded, source.log, source.io.read]
+    end
+  end
+
+  # Whether ours loads `bytes` from a port with no help from the stdlib.
+  def native_from_port?(bytes)
+    source = RustyMarshalSpec::RecordingSource.new(bytes)
+    log = []
+    fallback = RustyStdlib::Marshal::FALLBACK
+    !fallback.equal?(RustyStdlib::Marshal.native_load_from(source, false, log, fallback))
+  end
+
+  plain = [nil, true, 1, -70_000, 2**31, 2**40, 2**70, -(2**100), 1.5, Float::NAN, "abc", "abc".b, "caf\u00e9", :sym,
+           :"caf\u00e9", [1, [2, [3]]], { a: 1, "b" => [2.5, nil] }, Hash.new(5).merge(1 => 2), [], {},
+           MarshalHelper.with_ivars(+"s", :@a, 1), MarshalHelper.with_ivars([1], :@b, "x"),
+           Hash.ruby2_keywords_hash({ k: 1 }), ["shared"] * 3, [:s, :s, "t", "t"]]
+
+  # Read natively (a String read unbuffered, which MRI would make the loaded String
+  # itself, goes to the stdlib: at the top level and as the last element).
+  native_values = [nil, true, 1, -70_000, 2**31, 2**40, 2**70, -(2**100), 1.5, Float::NAN, :sym, [1, [2, [3]]],
+                  Hash.new(5).merge(1 => 2), [], {}, Hash.ruby2_keywords_hash({ k: 1 }), ["shared"] * 3, ["a", "b", 1],
+                  { "k" => "v", 1 => 2 }, [:s, :s, "t", "t", [:s]]]
+
+  it "reads plain graphs with the stdlib's calls, never past the object, natively where it can" do
+    native_values.each do |v|
+      expect(native_from_port?(Marshal.dump(v))).to be(true), "fell back for #{v.inspect}"
+    end
+    under_stress_keep((native_values + plain).shuffle(random: Random.new(2)), 10).each do |v|
+      bytes = Marshal.dump(v)
+      expect_same_reads(bytes)
+      expect_same_reads(bytes, freeze: true)
+    end
+  end
+
+  it "reads ahead inside Arrays and Hashes exactly as the stdlib does, up to BUFSIZ" do
+    rng = Random.new(3)
+    count = stress ? 150 : 12_000
+    shapes = [
+      Array.new(count) { |i| i }, Array.new(count / 4) { |i| "s#{i}" * (i % 7) } + [0],
+      ["x" * (bufsiz + 100), 1, "y" * (bufsiz - 3), [2]], Array.new(count / 10) { |i| { i => [i.to_s, :"k#{i % 9}"] } },
+      Array.new(count / 20) { |i| 2**(20 + (i % 90)) }, Array.new(count / 10) { rng.rand * 10**rng.rand(-30..30) },
+      Array.new(count / 10) { |i| ["caf\u00e9 #{i}", i] }
+    ]
+    shapes.each do |v|
+      bytes = Marshal.dump(v)
+      expect(native_from_port?(bytes)).to be(true)
+      expect_same_reads(bytes)
+    end
+  end
+
+  it "hands the stdlib the calls already made where it needs the stdlib, for seeded random graphs" do
+    rng = Random.new(99)
+    native = 0
+    (stress ? 8 : 80).times do
+      bytes = Marshal.dump(MarshalHelper::GraphGenerator.new(rng, 30).generate)
+      native += 1 if native_from_port?(bytes)
+      expect_same_reads(bytes)
+    end
+    expect(native).to be > (stress ? 1 : 10)
+  end
+
+  it "interleaves reads with load hooks as the stdlib does" do
+    v = [1, RustyMarshalSpec::MDump.new(["a", 2]), "x" * 50, RustyMarshalSpec::UDump.new("u"), [3, 4]]
+    bytes = Marshal.dump(v)
+    expect_parity(stdlib, ours) do |m|
+      RustyMarshalSpec::HOOK_LOG.clear
+      source = RustyMarshalSpec::RecordingSource.new(bytes, RustyMarshalSpec::HOOK_LOG)
+      m.load(source)
+      RustyMarshalSpec::HOOK_LOG.dup
+    end
+  end
+
+  it "loads dumps concatenated in one StringIO one after the other" do
+    values = plain.first(stress ? 6 : plain.size) + [RustyMarshalSpec::Point.new(1, "p"), Time.at(0).utc]
+    bytes = values.map { |v| Marshal.dump(v) }.join
+    expect_parity(stdlib, ours) do |m|
+      io = StringIO.new(bytes)
+      values.map { MarshalHelper.describe(m.load(io)) } + [io.pos, io.eof?]
+    end
+  end
+
+  it "raises the stdlib's errors for short, empty and odd sources at the same point" do
+    bytes = Marshal.dump([1, "abcdef", [2**70, :sym], { "k" => 1.5 }])
+    cuts = (0...bytes.bytesize).to_a
+    cuts = cuts.sample(4, random: Random.new(5)) if stress
+    cuts.each { |cut| expect_same_reads(bytes.byteslice(0, cut)) }
+    expect_same_reads("\x04\x09i\x06".b)
+    expect_same_reads("\x03\x08i\x06".b)
+    expect_same_reads(bytes) { |b| RustyMarshalSpec::RecordingSource.new(b, short_reads: true) }
+    expect_same_reads(bytes) { |b| RustyMarshalSpec::ConvertingSource.new(b) }
+    [0, 1, 2].each { |n| expect_same_reads(bytes) { |b| RustyMarshalSpec::FailingSource.new(b, n) } }
+  end
+
+  it "raises the stdlib's TypeError for sources that are not IO-like, and converts with to_str once" do
+    [Object.new, RustyMarshalSpec::GetbyteOnly.new, 12, nil, :sym].each do |source|
+      expect_parity(stdlib, ours) { |m| m.load(source) }
+    end
+    bytes = Marshal.dump([1, "two"])
+    expect_parity(stdlib, ours) do |m|
+      source = RustyMarshalSpec::DumpString.new(bytes)
+      [m.load(source), source.conversions]
+    end
+  end
+
+  it "leaves a load proc with a port to the stdlib, and is what the installed Marshal.load/restore do" do
+    bytes = Marshal.dump([1, "a"])
+    expect_parity(stdlib, ours) do |m|
+      seen = []
+      source = RustyMarshalSpec::RecordingSource.new(bytes)
+      [m.load(source, ->(x) { seen << x.inspect; x }), seen, source.log]
+    end
+    skip "Marshal is not installed on this Ruby" unless ours.installed?
+    %i[load restore].each do |name|
+      expect_parity(stdlib, ::Marshal) do |m|
+        source = RustyMarshalSpec::RecordingSource.new(bytes + Marshal.dump(:next))
+        loader = m.equal?(stdlib) ? ->(s) { ours.stdlib_method(name).call(s) } : ->(s) { ::Marshal.public_send(name, s) }
+        [loader.call(source), loader.call(source), source.log]
+      end
+    end
+  end
+end

@@ -298,3 +298,118 @@ fn flush_points_walk_nested_records() {
     assert_eq!(flush_points(&longer, 8192), None);
     assert_eq!(flush_points(&dump_of(b"?"), 8192), None);
 }
+
+/// A port over bytes that records MRI-style calls.
+struct MockPort<'a> {
+    data: &'a [u8],
+    pos: usize,
+    calls: Vec<(&'static str, usize)>,
+}
+
+impl port_reader::Port for MockPort<'_> {
+    type Error = ();
+    fn getbyte(&mut self) -> Result<Option<u8>, ()> {
+        self.calls.push(("getbyte", 0));
+        let b = self.data.get(self.pos).copied();
+        self.pos += usize::from(b.is_some());
+        Ok(b)
+    }
+    fn read(&mut self, n: usize) -> Result<Option<Vec<u8>>, ()> {
+        self.calls.push(("read", n));
+        if self.pos >= self.data.len() {
+            return Ok(None);
+        }
+        let end = (self.pos + n).min(self.data.len());
+        let bytes = self.data[self.pos..end].to_vec();
+        self.pos = end;
+        Ok(Some(bytes))
+    }
+    fn symbol_name_read(&mut self) -> Result<(), ()> {
+        Ok(())
+    }
+    fn clear_last_read(&mut self) -> Result<(), ()> {
+        Ok(())
+    }
+}
+
+type Calls = Vec<(&'static str, usize)>;
+
+fn read_with_calls(data: &[u8]) -> (Option<Vec<u8>>, Calls, usize) {
+    let mut port = MockPort {
+        data,
+        pos: 0,
+        calls: Vec::new(),
+    };
+    let got = port_reader::read_object(&mut port, port_reader::BignumReads::Bytes).unwrap();
+    (got, port.calls, port.pos)
+}
+
+#[test]
+fn port_reader_reads_ahead_only_inside_an_array() {
+    // [1, 2, 3] then a trailer: MRI's calls (as Ruby 3.1 and 3.3 make them).
+    let mut data = dump_of(&[
+        TYPE_ARRAY,
+        8,
+        TYPE_FIXNUM,
+        6,
+        TYPE_FIXNUM,
+        7,
+        TYPE_FIXNUM,
+        8,
+    ]);
+    let object_len = data.len();
+    data.extend_from_slice(b"TRAILER");
+    let (got, calls, pos) = read_with_calls(&data);
+    assert_eq!(got.as_deref(), Some(&data[..object_len]));
+    assert_eq!(pos, object_len);
+    let expected = [
+        ("getbyte", 0),
+        ("getbyte", 0),
+        ("getbyte", 0),
+        ("getbyte", 0),
+        ("read", 2),
+        ("read", 1),
+        ("read", 1),
+        ("getbyte", 0),
+        ("getbyte", 0),
+    ];
+    assert_eq!(calls, expected);
+}
+
+#[test]
+fn port_reader_symbols_read_whole_strings_go_to_the_stdlib_unbuffered() {
+    let mut body = vec![TYPE_SYMBOL];
+    write_bytes(&mut body, b"abc");
+    let data = dump_of(&body);
+    let (got, calls, _) = read_with_calls(&data);
+    assert_eq!(got.as_deref(), Some(&data[..]));
+    assert_eq!(calls.last(), Some(&("read", 3)));
+    // A top-level String would be read into the port's own String: stop before that.
+    let mut body = vec![TYPE_STRING];
+    write_bytes(&mut body, b"abc");
+    let (got, calls, _) = read_with_calls(&dump_of(&body));
+    assert_eq!((got, calls.len()), (None, 4));
+}
+
+#[test]
+fn port_reader_stops_before_class_records_and_on_short_data() {
+    let data = dump_of(&[
+        TYPE_ARRAY,
+        7,
+        TYPE_NIL,
+        TYPE_OBJECT,
+        TYPE_SYMBOL,
+        6,
+        b'A',
+        TYPE_NIL,
+    ]);
+    let (got, _, _) = read_with_calls(&data);
+    assert_eq!(got, None);
+    let mut body = vec![TYPE_STRING];
+    write_bytes(&mut body, b"abcdef");
+    let data = dump_of(&body);
+    let (got, _, _) = read_with_calls(&data[..data.len() - 2]);
+    assert_eq!(got, None);
+    let (got, calls, _) = read_with_calls(&[MAJOR]);
+    assert_eq!((got, calls.len()), (None, 2));
+}

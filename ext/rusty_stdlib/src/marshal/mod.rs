@@ -60,7 +60,10 @@ pub fn init(ruby: &Ruby, root: RModule) -> Result<(), Error> {
         .and_then(|_| {
             module.define_singleton_method("native_dump_to", function!(native_dump_to, 3))
         })
-        .and_then(|_| module.define_singleton_method("native_load", function!(native_load, 3)));
+        .and_then(|_| module.define_singleton_method("native_load", function!(native_load, 3)))
+        .and_then(|_| {
+            module.define_singleton_method("native_load_from", function!(native_load_from, 4))
+        });
     unsafe { rb_sys::rb_ext_ractor_safe(false) };
     defined
 }
@@ -111,5 +114,24 @@ fn native_load(ruby: &Ruby, source: Value, freeze: Value, fallback: Value) -> Re
         Ok(load::Outcome::Done(value)) => Ok(value),
         Ok(load::Outcome::Raise(error)) => Err(error),
         _ => Ok(fallback),
+    }
+}
+
+/// The object read from the IO-like `port` with MRI's calls, or `fallback` when the
+/// stdlib must continue from the calls recorded in the Array `log` (see `port.rs`).
+fn native_load_from(
+    ruby: &Ruby,
+    port: Value,
+    freeze: Value,
+    log: Value,
+    fallback: Value,
+) -> Result<Value, Error> {
+    let freeze = freeze.to_bool();
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        port::load_from(ruby, port, freeze, log, fallback)
+    })) {
+        Ok(result) => result,
+        // Calls may have been made: the stdlib continues from the log.
+        Err(_) => Ok(fallback),
     }
 }

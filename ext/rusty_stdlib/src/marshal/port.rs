@@ -21,7 +21,7 @@ use std::os::raw::c_long;
 use std::sync::OnceLock;
 
 use magnus::rb_sys::AsRawValue;
-use magnus::{Error, Ruby, Value};
+use magnus::{prelude::*, Error, Ruby, Value};
 use rb_sys::{ID, VALUE};
 use rusty_core::marshal as core;
 
@@ -100,4 +100,170 @@ fn write_chunks(port: VALUE, bytes: &[u8], points: &[usize]) -> Result<(), Error
 
 fn protect(f: impl FnOnce() -> VALUE) -> Result<VALUE, Error> {
     magnus::rb_sys::protect(f)
+}
+
+/// IDs and symbols of the load side.
+struct LoadIds {
+    getbyte: ID,
+    read: ID,
+    sym_getbyte: VALUE,
+    sym_read: VALUE,
+}
+
+static LOAD_IDS: OnceLock<LoadIds> = OnceLock::new();
+
+fn load_ids() -> &'static LoadIds {
+    let intern = |name: &CStr| unsafe { rb_sys::rb_intern(name.as_ptr()) };
+    LOAD_IDS.get_or_init(|| LoadIds {
+        getbyte: intern(c"getbyte"),
+        read: intern(c"read"),
+        // Static symbols of interned IDs: immediates, never collected.
+        sym_getbyte: rb_sys::ID2SYM(intern(c"getbyte")),
+        sym_read: rb_sys::ID2SYM(intern(c"read")),
+    })
+}
+
+/// The port's `getbyte` / `read(n)`, called as MRI calls them, each call appended to
+/// `log` (a Ruby Array) as `[name, argument, converted result]` so that the stdlib can
+/// be given the same answers if it takes over.
+struct RubyPort {
+    port: VALUE,
+    log: VALUE,
+    /// The String the last `read` returned (also held by `log`).
+    last_read: VALUE,
+}
+
+impl RubyPort {
+    fn record(&self, name: VALUE, arg: VALUE, result: VALUE) -> Result<(), Error> {
+        let log = self.log;
+        protect(|| unsafe {
+            let entry = rb_sys::rb_ary_new_capa(3);
+            rb_sys::rb_ary_push(entry, name);
+            rb_sys::rb_ary_push(entry, arg);
+            rb_sys::rb_ary_push(entry, result);
+            rb_sys::rb_ary_push(log, entry)
+        })?;
+        Ok(())
+    }
+}
+
+impl core::port_reader::Port for RubyPort {
+    type Error = Error;
+
+    fn getbyte(&mut self) -> Result<Option<u8>, Error> {
+        let (port, ids) = (self.port, load_ids());
+        let v = protect(|| unsafe { rb_sys::rb_funcallv(port, ids.getbyte, 0, std::ptr::null()) })?;
+        let nil = rb_sys::Qnil as VALUE;
+        if rb_sys::NIL_P(v) {
+            self.record(ids.sym_getbyte, nil, nil)?;
+            return Ok(None);
+        }
+        // MRI's NUM2CHR: a String's first byte, or the low byte of NUM2INT.
+        let byte = protect(|| unsafe {
+            let b = if rb_sys::RB_TYPE_P(v, rb_sys::ruby_value_type::RUBY_T_STRING)
+                && rb_sys::RSTRING_LEN(v) >= 1
+            {
+                *rb_sys::RSTRING_PTR(v) as u8 as c_long
+            } else {
+                rb_sys::rb_num2int(v) & 0xff
+            };
+            rb_sys::LONG2FIX(b)
+        })?;
+        self.record(ids.sym_getbyte, nil, byte)?;
+        Ok(Some(unsafe { rb_sys::FIX2LONG(byte) } as u8))
+    }
+
+    fn read(&mut self, n: usize) -> Result<Option<Vec<u8>>, Error> {
+        let (port, ids) = (self.port, load_ids());
+        let arg = unsafe { rb_sys::rb_int2inum(n as isize) };
+        let v = protect(|| unsafe { rb_sys::rb_funcallv(port, ids.read, 1, &arg) })?;
+        if rb_sys::NIL_P(v) {
+            self.record(ids.sym_read, arg, v)?;
+            return Ok(None);
+        }
+        // MRI's StringValue (to_str for a non-String).
+        let s = protect(|| unsafe {
+            let mut s = v;
+            rb_sys::rb_string_value(&mut s)
+        })?;
+        self.record(ids.sym_read, arg, s)?;
+        self.last_read = s;
+        let bytes = unsafe {
+            let len = rb_sys::RSTRING_LEN(s) as usize;
+            if len == 0 {
+                Vec::new()
+            } else {
+                std::slice::from_raw_parts(rb_sys::RSTRING_PTR(s) as *const u8, len).to_vec()
+            }
+        };
+        Ok(Some(bytes))
+    }
+
+    fn symbol_name_read(&mut self) -> Result<(), Error> {
+        let s = self.last_read;
+        protect(|| unsafe {
+            if rb_sys::rb_enc_str_asciionly_p(s) != 0 {
+                rb_sys::rb_enc_associate_index(s, rb_sys::rb_usascii_encindex());
+            }
+            s
+        })?;
+        Ok(())
+    }
+
+    fn clear_last_read(&mut self) -> Result<(), Error> {
+        let s = self.last_read;
+        protect(|| unsafe { rb_sys::rb_str_resize(s, 0) })?;
+        Ok(())
+    }
+}
+
+/// `Marshal.load(port)` for an IO-like `port` (not convertible to a String): MRI's
+/// checks and `binmode` call, then MRI's reads of one object, loaded natively. Returns
+/// `fallback` when the stdlib must continue: from the calls recorded in `log`, which it
+/// must be given again in the same order before the port is asked for more.
+pub fn load_from(
+    ruby: &Ruby,
+    port: Value,
+    freeze: bool,
+    log: Value,
+    fallback: Value,
+) -> Result<Value, Error> {
+    let (raw, ids) = (port.as_raw(), load_ids());
+    let readable = protect(|| unsafe {
+        if rb_sys::rb_respond_to(raw, ids.getbyte) != 0 && rb_sys::rb_respond_to(raw, ids.read) != 0
+        {
+            rb_sys::Qtrue as VALUE
+        } else {
+            rb_sys::Qfalse as VALUE
+        }
+    })?;
+    if readable != rb_sys::Qtrue as VALUE {
+        return Err(Error::new(
+            ruby.exception_type_error(),
+            "instance of IO needed",
+        ));
+    }
+    let binmode = port_ids().binmode;
+    protect(|| unsafe { rb_sys::rb_check_funcall(raw, binmode, 0, std::ptr::null()) })?;
+    let bignums = if rb_sys::RUBY_API_VERSION_CODE >= 30300 {
+        core::port_reader::BignumReads::SmallByByte
+    } else {
+        core::port_reader::BignumReads::Bytes
+    };
+    let mut reader = RubyPort {
+        port: raw,
+        log: log.as_raw(),
+        last_read: rb_sys::Qnil as VALUE,
+    };
+    let Some(bytes) = core::port_reader::read_object(&mut reader, bignums)? else {
+        return Ok(fallback);
+    };
+    // No Ruby code of MRI's ran between those reads: the object is built now, natively,
+    // or by the stdlib from the log.
+    let source = ruby.str_from_slice(&bytes);
+    match super::load::load(ruby, source.as_value(), freeze) {
+        super::load::Outcome::Done(v) => Ok(v),
+        super::load::Outcome::Raise(e) => Err(e),
+        super::load::Outcome::Fallback => Ok(fallback),
+    }
 }
