@@ -16,7 +16,8 @@ module RustyStdlib
   # answers only when the whole call is within what it supports, otherwise the stdlib
   # handles the whole call (other classes such as Data, raised exceptions' backtraces,
   # Range and Regexp subclasses on load,
-  # extended objects, singletons, a load proc, dumping objects with dump hooks to an IO,
+  # extended objects, singletons, a load proc with records other than nil, true, false,
+  # numbers, Strings, Symbols, Arrays and Hashes, dumping objects with dump hooks to an IO,
   # classes that would need an autoload, unusual or malformed bytes).
   # Dumping to an IO port writes the same chunks through the same calls as the stdlib;
   # loading from one makes the stdlib's getbyte/read calls, and where the records need
@@ -99,6 +100,9 @@ module RustyStdlib
 
           result, source = load_other(source, freeze)
           return result unless FALLBACK.equal?(result)
+        else
+          result = native_load_proc(source, freeze, proc, FALLBACK)
+          return result unless FALLBACK.equal?(result)
         end
         stdlib_load(source, proc, freeze: freeze)
       end
@@ -178,8 +182,11 @@ module RustyStdlib
           return result unless FALLBACK.equal?(result)
 
           result, source = RustyStdlib::Marshal.load_other(source, freeze)
-          return result unless FALLBACK.equal?(result)
+        else
+          result = RustyStdlib::Marshal.native_load_proc(source, freeze, proc, FALLBACK)
         end
+        return result unless FALLBACK.equal?(result)
+
         super(source, proc, freeze: freeze)
       end
 
@@ -189,8 +196,11 @@ module RustyStdlib
           return result unless FALLBACK.equal?(result)
 
           result, source = RustyStdlib::Marshal.load_other(source, freeze)
-          return result unless FALLBACK.equal?(result)
+        else
+          result = RustyStdlib::Marshal.native_load_proc(source, freeze, proc, FALLBACK)
         end
+        return result unless FALLBACK.equal?(result)
+
         super(source, proc, freeze: freeze)
       end
     end

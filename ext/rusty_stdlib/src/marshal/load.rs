@@ -33,6 +33,7 @@ use super::classes;
 use super::hooks;
 use super::ids::{self, ids};
 use super::key_cache::KeyCache;
+use super::proc_load;
 use crate::helpers::raw::class_of;
 
 const MAX_DEPTH: u32 = 1000;
@@ -100,6 +101,11 @@ struct Loader<'a> {
     /// Whether Array and Hash were found to hash and compare with the core methods.
     containers_hash_checked: bool,
     freeze: bool,
+    /// A load proc (`Marshal.load(source, proc)`), see `proc_load.rs`.
+    proc: Option<VALUE>,
+    /// MRI's `partial_objects` while a proc is given: objects being read, which a link
+    /// returns without calling the proc.
+    in_progress: Vec<VALUE>,
     depth: u32,
     utf8: c_int,
     usascii: c_int,
@@ -116,6 +122,11 @@ pub enum Outcome {
 
 /// The object `source` holds, or how the load ended otherwise.
 pub fn load(ruby: &Ruby, source: Value, freeze: bool) -> Outcome {
+    load_with(ruby, source, freeze, None)
+}
+
+/// The object `source` holds, loaded with `proc` called as MRI calls it (None: no proc).
+pub fn load_with(ruby: &Ruby, source: Value, freeze: bool, proc: Option<VALUE>) -> Outcome {
     let raw = source.as_raw();
     if unsafe { !rb_sys::RB_TYPE_P(raw, rb_sys::ruby_value_type::RUBY_T_STRING) } {
         return Outcome::Fallback;
@@ -131,7 +142,7 @@ pub fn load(ruby: &Ruby, source: Value, freeze: bool) -> Outcome {
     if data.len() < 2 || data[0] != core::MAJOR || data[1] != core::MINOR {
         return Outcome::Fallback;
     }
-    match run(ruby, &data[2..], freeze, false) {
+    match run(ruby, &data[2..], freeze, false, proc) {
         (Ok(v), _) => Outcome::Done(unsafe { Value::from_raw(v) }),
         (Err(Some(error)), _) => Outcome::Raise(error),
         (Err(None), _) => Outcome::Fallback,
@@ -145,6 +156,7 @@ fn run(
     source: &[u8],
     freeze: bool,
     scan: bool,
+    proc: Option<VALUE>,
 ) -> (Result<VALUE, Option<Error>>, bool) {
     let table: Obj<LoadTable> = ruby.obj_wrap(LoadTable {
         links: UnsafeCell::new(Vec::with_capacity(16)),
@@ -168,6 +180,8 @@ fn run(
         time_checked: false,
         containers_hash_checked: false,
         freeze,
+        proc,
+        in_progress: Vec::new(),
         depth: 0,
         utf8: unsafe { rb_sys::rb_utf8_encindex() },
         usascii: unsafe { rb_sys::rb_usascii_encindex() },
@@ -395,10 +409,16 @@ impl Loader<'_> {
         let t = self.byte()?;
         let v = self.r_object_of(t);
         self.depth -= 1;
-        v
+        match self.proc {
+            None => v,
+            Some(_) => self.leave_with_proc(t, v?),
+        }
     }
 
     fn r_object_of(&mut self, t: u8) -> Load<VALUE> {
+        if self.proc.is_some() && !proc_load::supported(t) {
+            return Err(Fallback);
+        }
         match t {
             core::TYPE_NIL => Ok(qnil()),
             core::TYPE_TRUE => Ok(rb_sys::Qtrue as VALUE),
@@ -442,6 +462,7 @@ impl Loader<'_> {
                 Ok(self.leave_string(s))
             }
             core::TYPE_IVAR => match self.byte()? {
+                t if self.proc.is_some() && !proc_load::supported_in_ivar(t) => Err(Fallback),
                 core::TYPE_STRING => {
                     let s = self.r_string_with_ivars(0)?;
                     Ok(self.leave_string(s))
@@ -459,6 +480,7 @@ impl Loader<'_> {
                     if self.freeze {
                         unsafe { rb_sys::rb_obj_freeze(v) };
                     }
+                    self.end_partial(v);
                     Ok(v)
                 }
                 _ => Err(Fallback),
@@ -489,6 +511,7 @@ impl Loader<'_> {
                 }
                 let ary = unsafe { rb_sys::rb_ary_new_capa(len as c_long) };
                 self.entry(ary);
+                self.begin_partial(ary);
                 for _ in 0..len {
                     let item = self.r_object()?;
                     self.guarded(|| unsafe { rb_sys::rb_ary_push(ary, item) })?;
@@ -496,6 +519,7 @@ impl Loader<'_> {
                 if self.freezes_here() {
                     unsafe { rb_sys::rb_obj_freeze(ary) };
                 }
+                self.end_partial_unless_wrapped(ary);
                 Ok(ary)
             }
             core::TYPE_HASH | core::TYPE_HASH_DEF => {
@@ -514,6 +538,7 @@ impl Loader<'_> {
                     .map_err(|_| Fallback)?;
                 }
                 self.entry(hash);
+                self.begin_partial(hash);
                 for _ in 0..len {
                     let key = self.r_object()?;
                     let value = self.r_object()?;
@@ -533,6 +558,7 @@ impl Loader<'_> {
                 if self.freezes_here() {
                     unsafe { rb_sys::rb_obj_freeze(hash) };
                 }
+                self.end_partial_unless_wrapped(hash);
                 Ok(hash)
             }
             core::TYPE_OBJECT => self.r_plain_object(),
@@ -615,6 +641,10 @@ impl Loader<'_> {
     /// Hash's too.
     fn check_key_hashing(&mut self, key: VALUE) -> Load<()> {
         if self.containers_hash_checked || rb_sys::SPECIAL_CONST_P(key) {
+            return Ok(());
+        }
+        if self.proc.is_some() && self.committed {
+            // A proc gave this key: MRI hashes it (Ruby code or not); so do we, guarded.
             return Ok(());
         }
         let t = unsafe { rb_sys::RB_BUILTIN_TYPE(key) };
@@ -730,7 +760,7 @@ impl Loader<'_> {
             return Ok(());
         }
         let ruby = unsafe { Ruby::get_unchecked() };
-        match run(&ruby, self.source, self.freeze, true) {
+        match run(&ruby, self.source, self.freeze, true, self.proc) {
             (Ok(_), _) => {
                 self.scanned = true;
                 Ok(())
@@ -1051,6 +1081,44 @@ impl Loader<'_> {
         self.freeze && self.depth != self.no_freeze_at
     }
 
+    /// MRI's `r_leave` after a record read by `r_object` (not partial), with a proc:
+    /// the proc gets the object and its result replaces it. A symbol link, and a link to
+    /// an object still being read, return the object without the proc.
+    fn leave_with_proc(&mut self, t: u8, v: VALUE) -> Load<VALUE> {
+        let Some(proc) = self.proc else { return Ok(v) };
+        if t == core::TYPE_SYMLINK
+            || (t == core::TYPE_LINK && self.in_progress.contains(&v))
+            || self.scan
+        {
+            return Ok(v);
+        }
+        // The proc is the first Ruby code to run: the whole input is proven loadable first.
+        self.ensure_scanned()?;
+        self.call_hook(proc, proc_load::id_call(), v)
+    }
+
+    /// With a proc: `v` is being read (links to it do not call the proc) until
+    /// `end_partial`.
+    fn begin_partial(&mut self, v: VALUE) {
+        if self.proc.is_some() && self.in_progress.last() != Some(&v) {
+            self.in_progress.push(v);
+        }
+    }
+
+    fn end_partial(&mut self, v: VALUE) {
+        if self.in_progress.last() == Some(&v) {
+            self.in_progress.pop();
+        }
+    }
+
+    /// A finished Array or Hash stops being partial, unless it is the object of an `I`
+    /// record (partial until its ivars are read).
+    fn end_partial_unless_wrapped(&mut self, v: VALUE) {
+        if self.depth != self.no_freeze_at {
+            self.end_partial(v);
+        }
+    }
+
     /// The record `t` inside an `I` record, not frozen yet (MRI's `partial`).
     fn r_partial(&mut self, t: u8) -> Load<VALUE> {
         let saved = self.no_freeze_at;
@@ -1239,7 +1307,15 @@ impl Loader<'_> {
         let s = if count > 0 {
             let (sym, plain) = self.r_symbol()?;
             done = 1;
-            if plain && sym == ids.sym_e {
+            if plain && sym == ids.sym_e && self.proc.is_some() && !self.scan {
+                // MRI reads the value with r_object: the proc sees it first.
+                let s = unsafe { rb_sys::rb_str_new(ptr, len) };
+                self.entry_string(s, class);
+                self.begin_partial(s);
+                let value = self.r_object()?;
+                self.set_encoding_ivar(s, sym, plain, value)?;
+                s
+            } else if plain && sym == ids.sym_e {
                 let idx = match self.byte()? {
                     core::TYPE_TRUE => self.utf8,
                     core::TYPE_FALSE => self.usascii,
@@ -1255,6 +1331,9 @@ impl Loader<'_> {
                 self.entry_string(s, class);
                 s
             } else if plain && sym == ids.sym_encoding {
+                if self.proc.is_some() {
+                    return Err(Fallback); // an encoding name a proc may replace: the stdlib's
+                }
                 let s = unsafe { rb_sys::rb_str_new(ptr, len) };
                 self.entry_string(s, class);
                 let value = self.r_object()?;
@@ -1264,6 +1343,7 @@ impl Loader<'_> {
             } else {
                 let s = unsafe { rb_sys::rb_str_new(ptr, len) };
                 self.entry_string(s, class);
+                self.begin_partial(s);
                 let value = self.r_object()?;
                 self.set_ivar(s, sym, plain, value)?;
                 s
@@ -1273,6 +1353,9 @@ impl Loader<'_> {
             self.entry_string(s, class);
             s
         };
+        if count > 0 {
+            self.begin_partial(s);
+        }
         for _ in done..count {
             let (sym, plain) = self.r_symbol()?;
             let value = self.r_object()?;
@@ -1280,6 +1363,7 @@ impl Loader<'_> {
                 self.set_ivar(s, sym, plain, value)?;
             }
         }
+        self.end_partial(s);
         Ok(s)
     }
 
@@ -1306,9 +1390,13 @@ impl Loader<'_> {
                 Ok(self.utf8)
             } else if value == rb_sys::Qfalse as VALUE {
                 Ok(self.usascii)
+            } else if self.proc.is_some() && !self.scan {
+                Ok(-1) // what a proc gave: MRI's sym2encidx finds no encoding
             } else {
                 Err(Fallback)
             }
+        } else if sym == ids.sym_encoding && self.proc.is_some() {
+            Err(Fallback)
         } else if sym == ids.sym_encoding {
             self.encoding_index_named(value)
         } else {
@@ -1326,10 +1414,17 @@ impl Loader<'_> {
                 self.utf8
             } else if value == rb_sys::Qfalse as VALUE {
                 self.usascii
+            } else if self.proc.is_some() && !self.scan {
+                // What a proc gave instead of true/false: MRI sets it as an ivar named E.
+                unsafe { rb_sys::rb_ivar_set(s, ids.id_e, value) };
+                return Ok(true);
             } else {
                 return Err(Fallback);
             }
         } else if plain && sym == ids.sym_encoding {
+            if self.proc.is_some() {
+                return Err(Fallback);
+            }
             self.encoding_index_named(value)?
         } else {
             return Ok(false);

@@ -42,8 +42,11 @@ mod ids;
 mod key_cache;
 mod load;
 mod port;
+mod proc_load;
 
+use magnus::rb_sys::AsRawValue;
 use magnus::{function, prelude::*, Error, RModule, Ruby, Value};
+use rb_sys::VALUE;
 
 pub fn init(ruby: &Ruby, root: RModule) -> Result<(), Error> {
     let module = root.define_module("Marshal")?;
@@ -63,6 +66,9 @@ pub fn init(ruby: &Ruby, root: RModule) -> Result<(), Error> {
         .and_then(|_| module.define_singleton_method("native_load", function!(native_load, 3)))
         .and_then(|_| {
             module.define_singleton_method("native_load_from", function!(native_load_from, 4))
+        })
+        .and_then(|_| {
+            module.define_singleton_method("native_load_proc", function!(native_load_proc, 4))
         });
     unsafe { rb_sys::rb_ext_ractor_safe(false) };
     defined
@@ -133,5 +139,36 @@ fn native_load_from(
         Ok(result) => result,
         // Calls may have been made: the stdlib continues from the log.
         Err(_) => Ok(fallback),
+    }
+}
+
+/// The object loaded from the String `source` with `proc` called as MRI calls it, or
+/// `fallback` to ask for the stdlib (decided before the proc first runs); what the proc
+/// raises is raised.
+fn native_load_proc(
+    ruby: &Ruby,
+    source: Value,
+    freeze: Value,
+    proc: Value,
+    fallback: Value,
+) -> Result<Value, Error> {
+    let freeze = freeze.to_bool();
+    let proc = proc.as_raw();
+    // Procs and Methods only: for anything else MRI's `call` can raise a NoMethodError
+    // whose message (error_highlight) depends on where the call was made.
+    let callable = unsafe {
+        rb_sys::rb_obj_is_proc(proc) == rb_sys::Qtrue as VALUE
+            || rb_sys::rb_obj_is_method(proc) == rb_sys::Qtrue as VALUE
+    };
+    if !callable {
+        return Ok(fallback);
+    }
+    let proc = Some(proc);
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        load::load_with(ruby, source, freeze, proc)
+    })) {
+        Ok(load::Outcome::Done(value)) => Ok(value),
+        Ok(load::Outcome::Raise(error)) => Err(error),
+        _ => Ok(fallback),
     }
 }
