@@ -152,12 +152,16 @@ module RustyStdlib
       private
 
       def replay(name, arg)
-        logged_name, logged_arg, result = @log[@next]
+        logged_name, logged_arg, result, content = @log[@next]
         unless logged_name == name && logged_arg == arg
           raise "rusty_stdlib: Marshal.load from a port replayed #{name}(#{arg.inspect}) " \
                 "where #{logged_name}(#{logged_arg.inspect}) was made"
         end
         @next += 1
+        # A String the port changed since it returned it (one buffer it reuses): as it was
+        # then, as MRI saw it.
+        changed = content && !(result.encoding == content.encoding && result == content)
+        result.replace(content) if changed && !result.frozen?
         result
       end
     end

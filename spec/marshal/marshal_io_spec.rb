@@ -293,6 +293,28 @@ module RustyMarshalSpec
     end
   end
 
+  # read returns frozen Strings, Strings of a subclass, or one reused buffer object.
+  class OddStringSource < RecordingSource
+    class Chunk < String; end
+
+    def initialize(bytes, mode)
+      super(bytes)
+      @mode = mode
+      @buffer = +""
+    end
+
+    def read(length)
+      data = super
+      return data if data.nil?
+
+      case @mode
+      when :frozen then data.freeze
+      when :subclass then Chunk.new(data)
+      else @buffer.replace(data)
+      end
+    end
+  end
+
   # A source whose read fails after `ok_reads` calls.
   class FailingSource < RecordingSource
     def initialize(bytes, ok_reads)
@@ -404,6 +426,24 @@ RSpec.describe "RustyStdlib::Marshal.load from an IO port" do
       expect_same_reads(bytes)
     end
     expect(native).to be > (stress ? 1 : 10)
+  end
+
+  it "makes the port's own Strings the loaded Strings where MRI does, whatever they are" do
+    ["top", [1, "last"], { k: "v" }, ["caf\u00e9"], [2**70], ["a", "b"] * 3].each do |v|
+      bytes = Marshal.dump(v)
+      expect(native_from_port?(bytes)).to be(true), "fell back for #{v.inspect}"
+      expect_parity(stdlib, ours) do |m|
+        source = RustyMarshalSpec::RecordingSource.new(bytes)
+        loaded = [m.load(source)].flatten.flat_map { |x| x.is_a?(Hash) ? x.values : [x] }
+        returned = source.log.select { |e| e[0] == :read }.map(&:last)
+        [loaded.map { |x| returned.index { |r| r.equal?(x) } }, returned.map { |r| [r.encoding, r.bytesize] }]
+      end
+    end
+    %i[frozen subclass reused].each do |mode|
+      [Marshal.dump("top"), Marshal.dump([1, "caf\u00e9", "x"]), Marshal.dump({ a: "b" })].each do |bytes|
+        expect_same_reads(bytes) { |b| RustyMarshalSpec::OddStringSource.new(b, mode) }
+      end
+    end
   end
 
   it "interleaves reads with load hooks as the stdlib does" do

@@ -40,6 +40,10 @@ pub trait Port {
     fn symbol_name_read(&mut self) -> Result<(), Self::Error>;
     /// The String the last `read` returned held a Bignum's digits: MRI empties it.
     fn clear_last_read(&mut self) -> Result<(), Self::Error>;
+    /// The String the last `read` returned is a String record's object in MRI (its bytes
+    /// start at `offset` of the bytes read): the loader must use it. False if it cannot
+    /// (then the walk stops).
+    fn direct_string(&mut self, offset: usize) -> Result<bool, Self::Error>;
 }
 
 /// How MRI reads Bignums on this Ruby.
@@ -60,7 +64,8 @@ enum Halt<E> {
 
 type Step<T, E> = Result<T, Halt<E>>;
 
-/// What kind of object a record was, as far as MRI's checks on it go.
+/// What kind of object a record was (or a link points to), as far as MRI's checks on
+/// it go.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Kind {
     /// nil, true, false, a Fixnum, a Float or a String: safe as a Hash key.
@@ -89,8 +94,8 @@ struct Reader<'p, P: Port> {
     /// Every byte the port gave, in order.
     collected: Vec<u8>,
     symbols: Vec<Symbol>,
-    /// Objects with a link index so far.
-    entries: u64,
+    /// The kind of each object with a link index so far.
+    entries: Vec<Kind>,
 }
 
 impl<P: Port> Reader<'_, P> {
@@ -217,15 +222,17 @@ impl<P: Port> Reader<'_, P> {
         self.r_bytes_of(len)
     }
 
-    /// The bytes of a String record. Read unbuffered, the port's String would become
-    /// the loaded String itself (the port could see it get its encoding and ivars):
-    /// the stdlib's, before the `read`.
+    /// The bytes of a String record. Read unbuffered, the port's String becomes the
+    /// loaded String itself (the port can see it get its encoding and ivars): the port
+    /// is told so.
     fn r_string_bytes(&mut self) -> Step<(), P::Error> {
         let len = self.r_long()?;
-        if self.reads_directly(len) {
+        let direct = self.reads_directly(len);
+        let offset = self.collected.len();
+        self.r_bytes_of(len)?;
+        if direct && !self.port.direct_string(offset).map_err(Halt::Raise)? {
             return Err(Halt::Stop);
         }
-        self.r_bytes_of(len)?;
         Ok(())
     }
 
@@ -303,7 +310,7 @@ impl<P: Port> Reader<'_, P> {
             }
             b'f' => {
                 self.r_bytes()?;
-                self.entries += 1;
+                self.entries.push(Kind::KeySafe);
                 Ok(Kind::KeySafe)
             }
             b'l' => {
@@ -327,12 +334,12 @@ impl<P: Port> Reader<'_, P> {
                         }
                     }
                 }
-                self.entries += 1;
+                self.entries.push(Kind::Other);
                 Ok(Kind::Other)
             }
             b'"' => {
                 self.r_string_bytes()?;
-                self.entries += 1;
+                self.entries.push(Kind::KeySafe);
                 Ok(Kind::KeySafe)
             }
             b':' => {
@@ -345,10 +352,11 @@ impl<P: Port> Reader<'_, P> {
             }
             b'@' => {
                 let index = self.r_long()?;
-                if index < 0 || index as u64 >= self.entries {
-                    return Err(Halt::Stop); // MRI's "dump format error (unlinked)"
-                }
-                Ok(Kind::Other)
+                // MRI's "dump format error (unlinked)" for an unknown index.
+                let kind = usize::try_from(index)
+                    .ok()
+                    .and_then(|i| self.entries.get(i));
+                kind.copied().ok_or(Halt::Stop)
             }
             b'[' => {
                 self.r_array(depth)?;
@@ -370,7 +378,7 @@ impl<P: Port> Reader<'_, P> {
         if len < 0 {
             return Err(Halt::Stop);
         }
-        self.entries += 1;
+        self.entries.push(Kind::Other);
         self.readable += len - 1;
         for _ in 0..len {
             self.r_object(depth + 1)?;
@@ -385,7 +393,7 @@ impl<P: Port> Reader<'_, P> {
         if len < 0 {
             return Err(Halt::Stop);
         }
-        self.entries += 1;
+        self.entries.push(Kind::Other);
         self.readable += (len - 1) * 2;
         for _ in 0..len {
             // Inserting a key that is not a String, Symbol or immediate value may call
@@ -409,7 +417,7 @@ impl<P: Port> Reader<'_, P> {
         let (kind, string) = match t {
             b'"' => {
                 self.r_string_bytes()?;
-                self.entries += 1;
+                self.entries.push(Kind::KeySafe);
                 (Kind::KeySafe, true)
             }
             b':' => {
@@ -465,7 +473,7 @@ pub fn read_object<P: Port>(
         offset: 0,
         collected: Vec::new(),
         symbols: Vec::new(),
-        entries: 0,
+        entries: Vec::new(),
     };
     let result = (|| {
         let major = reader.r_byte()?;

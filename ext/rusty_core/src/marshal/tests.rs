@@ -330,6 +330,9 @@ impl port_reader::Port for MockPort<'_> {
     fn clear_last_read(&mut self) -> Result<(), ()> {
         Ok(())
     }
+    fn direct_string(&mut self, _offset: usize) -> Result<bool, ()> {
+        Ok(false)
+    }
 }
 
 type Calls = Vec<(&'static str, usize)>;
@@ -377,18 +380,19 @@ fn port_reader_reads_ahead_only_inside_an_array() {
 }
 
 #[test]
-fn port_reader_symbols_read_whole_strings_go_to_the_stdlib_unbuffered() {
+fn port_reader_symbols_read_whole_strings_stop_if_the_port_string_cannot_be_used() {
     let mut body = vec![TYPE_SYMBOL];
     write_bytes(&mut body, b"abc");
     let data = dump_of(&body);
     let (got, calls, _) = read_with_calls(&data);
     assert_eq!(got.as_deref(), Some(&data[..]));
     assert_eq!(calls.last(), Some(&("read", 3)));
-    // A top-level String would be read into the port's own String: stop before that.
+    // A top-level String is read into the port's own String, which this port refuses
+    // to hand on: stop after that read.
     let mut body = vec![TYPE_STRING];
     write_bytes(&mut body, b"abc");
     let (got, calls, _) = read_with_calls(&dump_of(&body));
-    assert_eq!((got, calls.len()), (None, 4));
+    assert_eq!((got, calls.len()), (None, 5));
 }
 
 #[test]

@@ -106,6 +106,10 @@ struct Loader<'a> {
     /// MRI's `partial_objects` while a proc is given: objects being read, which a link
     /// returns without calling the proc.
     in_progress: Vec<VALUE>,
+    /// Loading what was read from an IO port: the port's own Strings MRI makes String
+    /// records of, as a Ruby Array [offset, String, ...] (0 for none), see `port.rs`.
+    direct: VALUE,
+    next_direct: c_long,
     depth: u32,
     utf8: c_int,
     usascii: c_int,
@@ -122,11 +126,18 @@ pub enum Outcome {
 
 /// The object `source` holds, or how the load ended otherwise.
 pub fn load(ruby: &Ruby, source: Value, freeze: bool) -> Outcome {
-    load_with(ruby, source, freeze, None)
+    load_with(ruby, source, freeze, None, 0)
 }
 
-/// The object `source` holds, loaded with `proc` called as MRI calls it (None: no proc).
-pub fn load_with(ruby: &Ruby, source: Value, freeze: bool, proc: Option<VALUE>) -> Outcome {
+/// The object `source` holds, loaded with `proc` called as MRI calls it (None: no proc),
+/// and with the port's Strings `direct` (0: none) as the String records at their offsets.
+pub fn load_with(
+    ruby: &Ruby,
+    source: Value,
+    freeze: bool,
+    proc: Option<VALUE>,
+    direct: VALUE,
+) -> Outcome {
     let raw = source.as_raw();
     if unsafe { !rb_sys::RB_TYPE_P(raw, rb_sys::ruby_value_type::RUBY_T_STRING) } {
         return Outcome::Fallback;
@@ -142,7 +153,7 @@ pub fn load_with(ruby: &Ruby, source: Value, freeze: bool, proc: Option<VALUE>) 
     if data.len() < 2 || data[0] != core::MAJOR || data[1] != core::MINOR {
         return Outcome::Fallback;
     }
-    match run(ruby, &data[2..], freeze, false, proc) {
+    match run(ruby, &data[2..], freeze, false, proc, direct) {
         (Ok(v), _) => Outcome::Done(unsafe { Value::from_raw(v) }),
         (Err(Some(error)), _) => Outcome::Raise(error),
         (Err(None), _) => Outcome::Fallback,
@@ -157,6 +168,7 @@ fn run(
     freeze: bool,
     scan: bool,
     proc: Option<VALUE>,
+    direct: VALUE,
 ) -> (Result<VALUE, Option<Error>>, bool) {
     let table: Obj<LoadTable> = ruby.obj_wrap(LoadTable {
         links: UnsafeCell::new(Vec::with_capacity(16)),
@@ -182,6 +194,8 @@ fn run(
         freeze,
         proc,
         in_progress: Vec::new(),
+        direct,
+        next_direct: 0,
         depth: 0,
         utf8: unsafe { rb_sys::rb_utf8_encindex() },
         usascii: unsafe { rb_sys::rb_usascii_encindex() },
@@ -369,7 +383,7 @@ fn qnil() -> VALUE {
     rb_sys::Qnil as VALUE
 }
 
-impl Loader<'_> {
+impl<'a> Loader<'a> {
     #[inline]
     fn byte(&mut self) -> Load<u8> {
         self.r.byte().ok_or(Fallback)
@@ -760,7 +774,7 @@ impl Loader<'_> {
             return Ok(());
         }
         let ruby = unsafe { Ruby::get_unchecked() };
-        match run(&ruby, self.source, self.freeze, true, self.proc) {
+        match run(&ruby, self.source, self.freeze, true, self.proc, 0) {
             (Ok(_), _) => {
                 self.scanned = true;
                 Ok(())
@@ -1285,11 +1299,34 @@ impl Loader<'_> {
 
     /// A `"` record's bytes as a new binary String, entered in the link table.
     fn r_string(&mut self) -> Load<VALUE> {
-        let bytes = self.r.read_bytes().ok_or(Fallback)?;
-        let s =
-            unsafe { rb_sys::rb_str_new(bytes.as_ptr() as *const c_char, bytes.len() as c_long) };
+        let (bytes, direct) = self.r_string_bytes()?;
+        let s = direct.unwrap_or_else(|| unsafe {
+            rb_sys::rb_str_new(bytes.as_ptr() as *const c_char, bytes.len() as c_long)
+        });
         self.entry(s);
         Ok(s)
+    }
+
+    /// A String record's bytes, and the port's String MRI makes it of, if any.
+    fn r_string_bytes(&mut self) -> Load<(&'a [u8], Option<VALUE>)> {
+        let len = usize::try_from(self.long()?).map_err(|_| Fallback)?;
+        // +2: the offsets count the version bytes.
+        let offset = self.source.len() - self.r.remaining() + 2;
+        let bytes = self.r.bytes(len).ok_or(Fallback)?;
+        if self.direct == 0 || self.next_direct >= unsafe { rb_sys::RARRAY_LEN(self.direct) } {
+            return Ok((bytes, None));
+        }
+        let at = unsafe { rb_sys::RARRAY_AREF(self.direct, self.next_direct as isize) };
+        if unsafe { rb_sys::FIX2LONG(at) } as usize != offset {
+            return Ok((bytes, None));
+        }
+        let s = unsafe { rb_sys::RARRAY_AREF(self.direct, self.next_direct as isize + 1) };
+        self.next_direct += 2;
+        // The port may have changed it since: then the stdlib, which uses it as it is now.
+        if crate::helpers::raw::str_bytes(s) != bytes {
+            return Err(Fallback);
+        }
+        Ok((bytes, Some(s)))
     }
 
     /// An `I"` record: the bytes, then ivars: encodings and instance variables. The
@@ -1298,7 +1335,7 @@ impl Loader<'_> {
     /// `class` (0 for String) is given to the String before its ivars are set: Ruby 3.1
     /// keeps generic ivars by the index table of the object's class.
     fn r_string_with_ivars(&mut self, class: VALUE) -> Load<VALUE> {
-        let bytes = self.r.read_bytes().ok_or(Fallback)?;
+        let (bytes, direct) = self.r_string_bytes()?;
         let count = self.long()?;
         let ptr = bytes.as_ptr() as *const c_char;
         let len = bytes.len() as c_long;
@@ -1309,7 +1346,7 @@ impl Loader<'_> {
             done = 1;
             if plain && sym == ids.sym_e && self.proc.is_some() && !self.scan {
                 // MRI reads the value with r_object: the proc sees it first.
-                let s = unsafe { rb_sys::rb_str_new(ptr, len) };
+                let s = direct.unwrap_or_else(|| unsafe { rb_sys::rb_str_new(ptr, len) });
                 self.entry_string(s, class);
                 self.begin_partial(s);
                 let value = self.r_object()?;
@@ -1326,22 +1363,27 @@ impl Loader<'_> {
                 // (not rb_usascii_str_new: Ruby 3.3's marks the String 7-bit without
                 // looking, which is wrong for non-ASCII bytes, and String#eql? depends on
                 // it).
-                let s = unsafe { rb_sys::rb_str_new(ptr, len) };
-                set_encoding_index(s, idx);
+                let s = direct.unwrap_or_else(|| unsafe { rb_sys::rb_str_new(ptr, len) });
+                if direct.is_some() {
+                    // The port's String (not frozen, checked): MRI's call.
+                    unsafe { rb_sys::rb_enc_associate_index(s, idx) };
+                } else {
+                    set_encoding_index(s, idx);
+                }
                 self.entry_string(s, class);
                 s
             } else if plain && sym == ids.sym_encoding {
                 if self.proc.is_some() {
                     return Err(Fallback); // an encoding name a proc may replace: the stdlib's
                 }
-                let s = unsafe { rb_sys::rb_str_new(ptr, len) };
+                let s = direct.unwrap_or_else(|| unsafe { rb_sys::rb_str_new(ptr, len) });
                 self.entry_string(s, class);
                 let value = self.r_object()?;
                 let idx = self.encoding_index_named(value)?;
                 unsafe { rb_sys::rb_enc_associate_index(s, idx) };
                 s
             } else {
-                let s = unsafe { rb_sys::rb_str_new(ptr, len) };
+                let s = direct.unwrap_or_else(|| unsafe { rb_sys::rb_str_new(ptr, len) });
                 self.entry_string(s, class);
                 self.begin_partial(s);
                 let value = self.r_object()?;
@@ -1349,7 +1391,7 @@ impl Loader<'_> {
                 s
             }
         } else {
-            let s = unsafe { rb_sys::rb_str_new(ptr, len) };
+            let s = direct.unwrap_or_else(|| unsafe { rb_sys::rb_str_new(ptr, len) });
             self.entry_string(s, class);
             s
         };

@@ -165,7 +165,7 @@ fn native_load_proc(
     }
     let proc = Some(proc);
     match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        load::load_with(ruby, source, freeze, proc)
+        load::load_with(ruby, source, freeze, proc, 0)
     })) {
         Ok(load::Outcome::Done(value)) => Ok(value),
         Ok(load::Outcome::Raise(error)) => Err(error),

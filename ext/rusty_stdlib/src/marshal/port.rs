@@ -124,23 +124,29 @@ fn load_ids() -> &'static LoadIds {
 }
 
 /// The port's `getbyte` / `read(n)`, called as MRI calls them, each call appended to
-/// `log` (a Ruby Array) as `[name, argument, converted result]` so that the stdlib can
-/// be given the same answers if it takes over.
+/// `log` (a Ruby Array) as `[name, argument, converted result, copy of a String result]`
+/// so that the stdlib can be given the same answers if it takes over (the copy: a port
+/// may change a String after returning it, e.g. return one buffer object every time).
 struct RubyPort {
     port: VALUE,
     log: VALUE,
     /// The String the last `read` returned (also held by `log`).
     last_read: VALUE,
+    /// The Strings MRI would make String records of: [offset, String, ...].
+    direct: VALUE,
 }
 
 impl RubyPort {
     fn record(&self, name: VALUE, arg: VALUE, result: VALUE) -> Result<(), Error> {
         let log = self.log;
         protect(|| unsafe {
-            let entry = rb_sys::rb_ary_new_capa(3);
+            let entry = rb_sys::rb_ary_new_capa(4);
             rb_sys::rb_ary_push(entry, name);
             rb_sys::rb_ary_push(entry, arg);
             rb_sys::rb_ary_push(entry, result);
+            if rb_sys::RB_TYPE_P(result, rb_sys::ruby_value_type::RUBY_T_STRING) {
+                rb_sys::rb_ary_push(entry, rb_sys::rb_str_dup(result));
+            }
             rb_sys::rb_ary_push(log, entry)
         })?;
         Ok(())
@@ -210,6 +216,28 @@ impl core::port_reader::Port for RubyPort {
         Ok(())
     }
 
+    fn direct_string(&mut self, offset: usize) -> Result<bool, Error> {
+        let (s, direct) = (self.last_read, self.direct);
+        // A plain String we can use as MRI does; a frozen one (setting its encoding
+        // raises in MRI, before it reads on), one of a subclass or with ivars, or one
+        // the port returned before: the stdlib's.
+        let plain = unsafe {
+            let flags = (*(s as *const rb_sys::RBasic)).flags;
+            (*(s as *const rb_sys::RBasic)).klass == rb_sys::rb_cString
+                && flags & (rb_sys::ruby_fl_type::RUBY_FL_FREEZE as VALUE) == 0
+                && flags & (rb_sys::ruby_fl_type::RUBY_FL_EXIVAR as VALUE) == 0
+                && rb_sys::rb_ary_includes(direct, s) == rb_sys::Qfalse as VALUE
+        };
+        if !plain {
+            return Ok(false);
+        }
+        protect(|| unsafe {
+            rb_sys::rb_ary_push(direct, rb_sys::rb_int2inum(offset as isize));
+            rb_sys::rb_ary_push(direct, s)
+        })?;
+        Ok(true)
+    }
+
     fn clear_last_read(&mut self) -> Result<(), Error> {
         let s = self.last_read;
         protect(|| unsafe { rb_sys::rb_str_resize(s, 0) })?;
@@ -250,18 +278,32 @@ pub fn load_from(
     } else {
         core::port_reader::BignumReads::Bytes
     };
+    let direct = unsafe { rb_sys::rb_ary_new() };
     let mut reader = RubyPort {
         port: raw,
         log: log.as_raw(),
         last_read: rb_sys::Qnil as VALUE,
+        direct,
     };
     let Some(bytes) = core::port_reader::read_object(&mut reader, bignums)? else {
         return Ok(fallback);
     };
+    // The port's Strings MRI would use must still hold what they held when returned
+    // (else the stdlib, replaying, restores and uses them as MRI would have).
+    let unchanged = (0..unsafe { rb_sys::RARRAY_LEN(direct) } / 2).all(|i| unsafe {
+        let offset = rb_sys::FIX2LONG(rb_sys::RARRAY_AREF(direct, 2 * i as isize)) as usize;
+        let s = crate::helpers::raw::str_bytes(rb_sys::RARRAY_AREF(direct, 2 * i as isize + 1));
+        bytes.get(offset..offset + s.len()) == Some(s)
+    });
+    if !unchanged {
+        return Ok(fallback);
+    }
     // No Ruby code of MRI's ran between those reads: the object is built now, natively,
     // or by the stdlib from the log.
     let source = ruby.str_from_slice(&bytes);
-    match super::load::load(ruby, source.as_value(), freeze) {
+    let outcome = super::load::load_with(ruby, source.as_value(), freeze, None, direct);
+    std::hint::black_box(direct); // held on the stack until the load is over
+    match outcome {
         super::load::Outcome::Done(v) => Ok(v),
         super::load::Outcome::Raise(e) => Err(e),
         super::load::Outcome::Fallback => Ok(fallback),
