@@ -1,7 +1,8 @@
 # frozen_string_literal: true
 
-# Marshal: dump (to a String and to a StringIO) and load of a mixed graph (DESIGN.md §6) and
-# of a large document-shaped graph (the parsed twitter.json, or its generated stand-in).
+# Marshal: dump (to a String and to a StringIO) and load (from a String, from a StringIO, with
+# a proc) of a mixed graph (DESIGN.md §6) and of a large document-shaped graph (the parsed
+# twitter.json, or its generated stand-in).
 require_relative "../harness/corpus"
 require_relative "../harness/json_shapes"
 
@@ -31,6 +32,17 @@ Bench.define(:marshal, requires: %w[json stringio], source: "JSON corpus: #{corp
              setup: -> { Marshal.dump(graph.call) },
              bytes: ->(input) { input.bytesize },
              op: "Marshal.load(input)",
+             output: ->(value) { value.inspect }
+    # From an IO port (MRI's getbyte/read calls), and with a proc (called once per object).
+    workload "marshal-load-io-#{name}",
+             setup: -> { Marshal.dump(graph.call) },
+             bytes: ->(input) { input.bytesize },
+             op: "Marshal.load(StringIO.new(input))",
+             output: ->(value) { value.inspect }
+    workload "marshal-load-proc-#{name}",
+             setup: -> { Marshal.dump(graph.call) },
+             bytes: ->(input) { input.bytesize },
+             op: "Marshal.load(input, ->(x) { x })",
              output: ->(value) { value.inspect }
   end
 end

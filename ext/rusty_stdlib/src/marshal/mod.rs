@@ -19,7 +19,8 @@
 //! returns the loaded object, or `fallback` when the bytes are outside the subset or
 //! malformed in any way (then the shim calls the stdlib on the same input, which also
 //! produces the stdlib's exact exception). Both raise what a hook raises (and MRI's
-//! errors for what a hook returns).
+//! errors for what a hook returns). `native_load_proc` is the load with a proc
+//! (`proc_load.rs`), `native_load_from` the load from an IO-like port (`port.rs`).
 //!
 //! The decision to fall back never follows a side effect Ruby code could see. Without
 //! hooks, the native dump runs no Ruby code at all (`respond_to?` overrides, singletons
