@@ -17,12 +17,16 @@ module RustyStdlib
   # answers only when the whole call is within what it supports, otherwise the stdlib
   # handles the whole call (other classes such as Data, raised exceptions' backtraces,
   # singletons with methods, objects extended with modules that have prepends,
-  # IO ports, a load proc, classes that would need an autoload,
-  # unusual or malformed bytes). A depth limit's error is raised natively, where MRI raises
-  # it. That is decided before
-  # any hook runs, except for something unsupported inside a marshal_dump result: then
-  # the stdlib runs the hooks again. The stdlib
-  # stays reachable through stdlib_dump / stdlib_load / stdlib_restore. Everything here
+  # a load proc with records other than nil, true, false, numbers, Strings, Symbols,
+  # Arrays and Hashes, dumping objects with dump hooks to an IO, classes that would need
+  # an autoload, unusual or malformed bytes).
+  # Dumping to an IO port writes the same chunks through the same calls as the stdlib;
+  # loading from one makes the stdlib's getbyte/read calls, and where the records need
+  # the stdlib, it continues from those calls' answers (see ReplayPort). A depth limit's
+  # error is raised natively, where MRI raises it. Native or stdlib is decided before any
+  # hook runs, except for something unsupported inside a marshal_dump result: then the
+  # stdlib runs the hooks again. The stdlib stays reachable through stdlib_dump /
+  # stdlib_load / stdlib_restore. Everything here
   # also works inside a Ractor, as the stdlib's Marshal does.
   module Marshal
     # Ruby ABIs (major.minor) whose Marshal the specs prove we match.
@@ -83,9 +87,9 @@ module RustyStdlib
         if NOT_GIVEN.equal?(port)
           native_dump(obj, nil) || stdlib_dump(obj)
         elsif NOT_GIVEN.equal?(limit)
-          (Integer === port && native_dump(obj, port)) || stdlib_dump(obj, port)
+          (Integer === port ? native_dump(obj, port) : native_dump_to(obj, port, nil)) || stdlib_dump(obj, port)
         else
-          stdlib_dump(obj, port, limit)
+          native_dump_to(obj, port, limit) || stdlib_dump(obj, port, limit)
         end
       end
 
@@ -94,8 +98,72 @@ module RustyStdlib
         if proc.nil?
           result = native_load(source, freeze, FALLBACK)
           return result unless FALLBACK.equal?(result)
+
+          result, source = load_other(source, freeze)
+          return result unless FALLBACK.equal?(result)
+        else
+          result = native_load_proc(source, freeze, proc, FALLBACK)
+          return result unless FALLBACK.equal?(result)
         end
         stdlib_load(source, proc, freeze: freeze)
+      end
+
+      # After native_load gave up on `source`: for a non-String (MRI converts it with
+      # to_str if it can, else reads it as an IO-like port), the object loaded natively,
+      # or FALLBACK; and what the stdlib must be given instead of `source` so that no
+      # method of it runs twice: the String to_str gave, or a ReplayPort of the port.
+      def load_other(source, freeze)
+        return [FALLBACK, source] if String === source
+
+        string = String.try_convert(source) # MRI's rb_check_string_type
+        return [native_load(string, freeze, FALLBACK), string] if string
+
+        log = []
+        [native_load_from(source, freeze, log, FALLBACK), ReplayPort.new(source, log)]
+      end
+    end
+
+    # What the stdlib reads from when it takes over a load from an IO-like port that
+    # native_load_from began: the port's answers to the calls already made (the same
+    # calls the stdlib makes first, in the same order), then the port itself. MRI has
+    # called the port's binmode already.
+    class ReplayPort
+      def initialize(port, log)
+        @port = port
+        @log = log
+        @next = 0
+      end
+
+      def getbyte
+        return @port.__send__(:getbyte) if @next == @log.size
+
+        replay(:getbyte, nil)
+      end
+
+      def read(length)
+        return @port.__send__(:read, length) if @next == @log.size
+
+        replay(:read, length)
+      end
+
+      def binmode
+        self
+      end
+
+      private
+
+      def replay(name, arg)
+        logged_name, logged_arg, result, content = @log[@next]
+        unless logged_name == name && logged_arg == arg
+          raise "rusty_stdlib: Marshal.load from a port replayed #{name}(#{arg.inspect}) " \
+                "where #{logged_name}(#{logged_arg.inspect}) was made"
+        end
+        @next += 1
+        # A String the port changed since it returned it (one buffer it reuses): as it was
+        # then, as MRI saw it.
+        changed = content && !(result.encoding == content.encoding && result == content)
+        result.replace(content) if changed && !result.frozen?
+        result
       end
     end
 
@@ -106,9 +174,10 @@ module RustyStdlib
         if NOT_GIVEN.equal?(port)
           RustyStdlib::Marshal.native_dump(obj, nil) || super(obj)
         elsif NOT_GIVEN.equal?(limit)
-          (Integer === port && RustyStdlib::Marshal.native_dump(obj, port)) || super(obj, port)
+          ours = RustyStdlib::Marshal
+          (Integer === port ? ours.native_dump(obj, port) : ours.native_dump_to(obj, port, nil)) || super(obj, port)
         else
-          super(obj, port, limit)
+          RustyStdlib::Marshal.native_dump_to(obj, port, limit) || super(obj, port, limit)
         end
       end
 
@@ -116,7 +185,13 @@ module RustyStdlib
         if proc.nil?
           result = RustyStdlib::Marshal.native_load(source, freeze, FALLBACK)
           return result unless FALLBACK.equal?(result)
+
+          result, source = RustyStdlib::Marshal.load_other(source, freeze)
+        else
+          result = RustyStdlib::Marshal.native_load_proc(source, freeze, proc, FALLBACK)
         end
+        return result unless FALLBACK.equal?(result)
+
         super(source, proc, freeze: freeze)
       end
 
@@ -124,7 +199,13 @@ module RustyStdlib
         if proc.nil?
           result = RustyStdlib::Marshal.native_load(source, freeze, FALLBACK)
           return result unless FALLBACK.equal?(result)
+
+          result, source = RustyStdlib::Marshal.load_other(source, freeze)
+        else
+          result = RustyStdlib::Marshal.native_load_proc(source, freeze, proc, FALLBACK)
         end
+        return result unless FALLBACK.equal?(result)
+
         super(source, proc, freeze: freeze)
       end
     end

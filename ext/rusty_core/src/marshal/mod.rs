@@ -6,12 +6,18 @@
 //!   round-trip digits laid out by MRI's exponent rule) and a strict reader for that text.
 //! - [`fixnum_fits_i`]: whether an Integer is written as `i` or as an `l` bignum.
 //! - [`bignum_shorts`]: the 16-bit little-endian digits of a 64-bit magnitude.
+//! - [`flush_points`]: where MRI writes a dump to an IO port in chunks.
+//! - [`port_reader`]: the calls MRI makes to read a dump from an IO port.
 //!
 //! The binding crate walks Ruby objects; everything that only shuffles bytes lives here
 //! so that it is covered by `cargo test`.
 
+mod flush_points;
+pub mod port_reader;
 #[cfg(test)]
 mod tests;
+
+pub use flush_points::flush_points;
 
 /// Format version bytes every dump starts with.
 pub const MAJOR: u8 = 4;

@@ -215,3 +215,224 @@ fn strip_18_escapes_drops_a_backslash_before_undefined_escapes() {
     assert_eq!(strip_18_escapes(br"a\.b\S"), br"a\.bS".to_vec());
     assert_eq!(strip_18_escapes(b""), b"".to_vec());
 }
+
+fn dump_of(body: &[u8]) -> Vec<u8> {
+    let mut v = vec![MAJOR, MINOR];
+    v.extend_from_slice(body);
+    v
+}
+
+#[test]
+fn flush_points_small_dump_has_none() {
+    let mut body = vec![TYPE_STRING];
+    write_bytes(&mut body, b"hello");
+    assert_eq!(flush_points(&dump_of(&body), 8192), Some(vec![]));
+}
+
+#[test]
+fn flush_points_after_a_whole_string_content() {
+    // The 10_000 content bytes are one piece: the flush comes after all of them.
+    let mut body = vec![TYPE_STRING];
+    write_bytes(&mut body, &[b'x'; 10_000]);
+    let data = dump_of(&body);
+    assert_eq!(flush_points(&data, 8192), Some(vec![data.len()]));
+}
+
+#[test]
+fn flush_points_single_bytes_flush_exactly_at_bufsiz() {
+    let mut body = vec![TYPE_ARRAY];
+    write_long(&mut body, 20_000);
+    body.extend(std::iter::repeat_n(TYPE_NIL, 20_000));
+    let data = dump_of(&body);
+    assert_eq!(flush_points(&data, 8192), Some(vec![8192, 16384]));
+}
+
+#[test]
+fn flush_points_a_long_is_one_piece() {
+    // 8190 bytes, then a 3-byte long crossing 8192: the flush is after the long.
+    let mut body = vec![TYPE_ARRAY];
+    write_long(&mut body, 2);
+    body.push(TYPE_STRING);
+    let content = vec![b'a'; 8190 - 2 - 1 - long(2).len() - 1 - long(8180).len()];
+    write_bytes(&mut body, &content);
+    assert_eq!(2 + body.len(), 8190);
+    body.push(TYPE_FIXNUM);
+    body.extend(long(70_000));
+    let data = dump_of(&body);
+    assert_eq!(
+        flush_points(&data, 8192),
+        Some(vec![8191 + long(70_000).len()])
+    );
+}
+
+#[test]
+fn flush_points_walk_nested_records() {
+    // I"..." with an encoding ivar, an object with an ivar, a bignum, a user class, a
+    // _dump record, a hash with default, a regexp, links and symlinks.
+    let mut body = vec![TYPE_ARRAY];
+    write_long(&mut body, 7);
+    body.extend_from_slice(b"I\"");
+    write_bytes(&mut body, b"caf\xc3\xa9");
+    body.extend(long(1));
+    body.push(TYPE_SYMBOL);
+    write_bytes(&mut body, b"E");
+    body.push(TYPE_TRUE);
+    body.push(TYPE_OBJECT);
+    body.push(TYPE_SYMBOL);
+    write_bytes(&mut body, b"Point");
+    body.extend(long(1));
+    body.push(TYPE_SYMBOL);
+    write_bytes(&mut body, b"@x");
+    body.push(TYPE_SYMLINK);
+    body.extend(long(0));
+    body.extend_from_slice(b"l+");
+    body.extend(long(5));
+    body.extend_from_slice(&[1; 10]);
+    body.extend_from_slice(b"C:");
+    write_bytes(&mut body, b"MyArray");
+    body.push(TYPE_ARRAY);
+    body.extend(long(0));
+    body.extend_from_slice(b"u;");
+    body.extend(long(1));
+    write_bytes(&mut body, b"dumped");
+    body.push(TYPE_HASH_DEF);
+    body.extend(long(1));
+    body.push(TYPE_LINK);
+    body.extend(long(1));
+    body.push(TYPE_NIL);
+    body.push(TYPE_FALSE);
+    body.push(TYPE_REGEXP);
+    write_bytes(&mut body, b"a+");
+    body.push(1);
+    let data = dump_of(&body);
+    assert_eq!(flush_points(&data, 8192), Some(vec![]));
+    // With a tiny buffer every piece is flushed: the first piece ends at 1.
+    let points = flush_points(&data, 1).unwrap();
+    assert_eq!(points.first(), Some(&1));
+    assert_eq!(points.last(), Some(&data.len()));
+    // Truncated or trailing data is not one dump.
+    assert_eq!(flush_points(&data[..data.len() - 1], 8192), None);
+    let mut longer = data.clone();
+    longer.push(TYPE_NIL);
+    assert_eq!(flush_points(&longer, 8192), None);
+    assert_eq!(flush_points(&dump_of(b"?"), 8192), None);
+}
+
+/// A port over bytes that records MRI-style calls.
+struct MockPort<'a> {
+    data: &'a [u8],
+    pos: usize,
+    calls: Vec<(&'static str, usize)>,
+}
+
+impl port_reader::Port for MockPort<'_> {
+    type Error = ();
+    fn getbyte(&mut self) -> Result<Option<u8>, ()> {
+        self.calls.push(("getbyte", 0));
+        let b = self.data.get(self.pos).copied();
+        self.pos += usize::from(b.is_some());
+        Ok(b)
+    }
+    fn read(&mut self, n: usize) -> Result<Option<Vec<u8>>, ()> {
+        self.calls.push(("read", n));
+        if self.pos >= self.data.len() {
+            return Ok(None);
+        }
+        let end = (self.pos + n).min(self.data.len());
+        let bytes = self.data[self.pos..end].to_vec();
+        self.pos = end;
+        Ok(Some(bytes))
+    }
+    fn symbol_name_read(&mut self) -> Result<(), ()> {
+        Ok(())
+    }
+    fn clear_last_read(&mut self) -> Result<(), ()> {
+        Ok(())
+    }
+    fn direct_string(&mut self, _offset: usize) -> Result<bool, ()> {
+        Ok(false)
+    }
+}
+
+type Calls = Vec<(&'static str, usize)>;
+
+fn read_with_calls(data: &[u8]) -> (Option<Vec<u8>>, Calls, usize) {
+    let mut port = MockPort {
+        data,
+        pos: 0,
+        calls: Vec::new(),
+    };
+    let got = port_reader::read_object(&mut port, port_reader::BignumReads::Bytes).unwrap();
+    (got, port.calls, port.pos)
+}
+
+#[test]
+fn port_reader_reads_ahead_only_inside_an_array() {
+    // [1, 2, 3] then a trailer: MRI's calls (as Ruby 3.1 and 3.3 make them).
+    let mut data = dump_of(&[
+        TYPE_ARRAY,
+        8,
+        TYPE_FIXNUM,
+        6,
+        TYPE_FIXNUM,
+        7,
+        TYPE_FIXNUM,
+        8,
+    ]);
+    let object_len = data.len();
+    data.extend_from_slice(b"TRAILER");
+    let (got, calls, pos) = read_with_calls(&data);
+    assert_eq!(got.as_deref(), Some(&data[..object_len]));
+    assert_eq!(pos, object_len);
+    let expected = [
+        ("getbyte", 0),
+        ("getbyte", 0),
+        ("getbyte", 0),
+        ("getbyte", 0),
+        ("read", 2),
+        ("read", 1),
+        ("read", 1),
+        ("getbyte", 0),
+        ("getbyte", 0),
+    ];
+    assert_eq!(calls, expected);
+}
+
+#[test]
+fn port_reader_symbols_read_whole_strings_stop_if_the_port_string_cannot_be_used() {
+    let mut body = vec![TYPE_SYMBOL];
+    write_bytes(&mut body, b"abc");
+    let data = dump_of(&body);
+    let (got, calls, _) = read_with_calls(&data);
+    assert_eq!(got.as_deref(), Some(&data[..]));
+    assert_eq!(calls.last(), Some(&("read", 3)));
+    // A top-level String is read into the port's own String, which this port refuses
+    // to hand on: stop after that read.
+    let mut body = vec![TYPE_STRING];
+    write_bytes(&mut body, b"abc");
+    let (got, calls, _) = read_with_calls(&dump_of(&body));
+    assert_eq!((got, calls.len()), (None, 5));
+}
+
+#[test]
+fn port_reader_stops_before_class_records_and_on_short_data() {
+    let data = dump_of(&[
+        TYPE_ARRAY,
+        7,
+        TYPE_NIL,
+        TYPE_OBJECT,
+        TYPE_SYMBOL,
+        6,
+        b'A',
+        TYPE_NIL,
+    ]);
+    let (got, _, _) = read_with_calls(&data);
+    assert_eq!(got, None);
+    let mut body = vec![TYPE_STRING];
+    write_bytes(&mut body, b"abcdef");
+    let data = dump_of(&body);
+    let (got, _, _) = read_with_calls(&data[..data.len() - 2]);
+    assert_eq!(got, None);
+    let (got, calls, _) = read_with_calls(&[MAJOR]);
+    assert_eq!((got, calls.len()), (None, 2));
+}

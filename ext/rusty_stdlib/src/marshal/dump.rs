@@ -230,6 +230,9 @@ struct Dumper<'t> {
     /// Whether Ruby code (a dump hook) has run: from then on, giving up means the
     /// stdlib runs the hooks again (see `Outcome::Fallback`).
     committed: bool,
+    /// Whether dump hooks may run; when not, meeting one falls back before it runs (a
+    /// dump to an IO port, see `port.rs`).
+    hooks_allowed: bool,
     root: VALUE,
     root_limit: i32,
     /// The exception to raise: one a hook raised, or MRI's for what a hook did.
@@ -258,7 +261,16 @@ pub enum Outcome {
 
 /// The dump of `obj`, or how it ended otherwise.
 pub fn dump(ruby: &Ruby, obj: Value, limit: i32) -> Outcome {
-    let (result, _) = run(ruby, obj.as_raw(), limit, false);
+    outcome(run(ruby, obj.as_raw(), limit, false, true).0)
+}
+
+/// The dump of `obj` if it needs no dump hook (no Ruby code runs), or how it ended
+/// otherwise (`Fallback` as soon as a hook would run).
+pub fn dump_without_hooks(ruby: &Ruby, obj: Value, limit: i32) -> Outcome {
+    outcome(run(ruby, obj.as_raw(), limit, false, false).0)
+}
+
+fn outcome(result: Result<Vec<u8>, Option<Error>>) -> Outcome {
     match result {
         Ok(out) => Outcome::Done(out),
         Err(Some(error)) => Outcome::Raise(error),
@@ -268,7 +280,13 @@ pub fn dump(ruby: &Ruby, obj: Value, limit: i32) -> Outcome {
 
 /// One walk over the graph (a scan or a dump): the bytes, or the exception to raise
 /// (`None`: fall back), and whether Ruby code ran.
-fn run(ruby: &Ruby, obj: VALUE, limit: i32, scan: bool) -> (Result<Vec<u8>, Option<Error>>, bool) {
+fn run(
+    ruby: &Ruby,
+    obj: VALUE,
+    limit: i32,
+    scan: bool,
+    hooks_allowed: bool,
+) -> (Result<Vec<u8>, Option<Error>>, bool) {
     let tables: Obj<DumpTables> = ruby.obj_wrap(DumpTables {
         // Sized so that typical small dumps never rehash.
         objects: UnsafeCell::new(AddrMap::with_capacity_and_hasher(32, Default::default())),
@@ -291,6 +309,7 @@ fn run(ruby: &Ruby, obj: VALUE, limit: i32, scan: bool) -> (Result<Vec<u8>, Opti
         scan,
         scanned: scan,
         committed: false,
+        hooks_allowed,
         root: obj,
         root_limit: limit,
         error: None,
@@ -1124,7 +1143,7 @@ impl Dumper<'_> {
             return Ok(());
         }
         let ruby = unsafe { Ruby::get_unchecked() };
-        match run(&ruby, self.root, self.root_limit, true) {
+        match run(&ruby, self.root, self.root_limit, true, true) {
             (Ok(_), _) => {
                 self.scanned = true;
                 Ok(())
@@ -1143,6 +1162,9 @@ impl Dumper<'_> {
         name: &str,
         args: &[VALUE],
     ) -> Result<VALUE, Fallback> {
+        if !self.hooks_allowed {
+            return Err(Fallback);
+        }
         self.committed = true;
         let result = magnus::rb_sys::protect(|| unsafe {
             rb_sys::rb_funcallv(obj, mid, args.len() as c_int, args.as_ptr())

@@ -36,6 +36,7 @@ use super::extended::{self, data_ids};
 use super::hooks;
 use super::ids::{self, ids};
 use super::key_cache::KeyCache;
+use super::proc_load;
 use crate::helpers::raw::class_of;
 
 const MAX_DEPTH: u32 = 1000;
@@ -105,6 +106,15 @@ struct Loader<'a> {
     /// Modules of `e` records and classes of `d` records resolved and checked so far.
     extended: extended::LoadCache,
     freeze: bool,
+    /// A load proc (`Marshal.load(source, proc)`), see `proc_load.rs`.
+    proc: Option<VALUE>,
+    /// MRI's `partial_objects` while a proc is given: objects being read, which a link
+    /// returns without calling the proc.
+    in_progress: Vec<VALUE>,
+    /// Loading what was read from an IO port: the port's own Strings MRI makes String
+    /// records of, as a Ruby Array [offset, String, ...] (0 for none), see `port.rs`.
+    direct: VALUE,
+    next_direct: c_long,
     depth: u32,
     utf8: c_int,
     usascii: c_int,
@@ -121,6 +131,18 @@ pub enum Outcome {
 
 /// The object `source` holds, or how the load ended otherwise.
 pub fn load(ruby: &Ruby, source: Value, freeze: bool) -> Outcome {
+    load_with(ruby, source, freeze, None, 0)
+}
+
+/// The object `source` holds, loaded with `proc` called as MRI calls it (None: no proc),
+/// and with the port's Strings `direct` (0: none) as the String records at their offsets.
+pub fn load_with(
+    ruby: &Ruby,
+    source: Value,
+    freeze: bool,
+    proc: Option<VALUE>,
+    direct: VALUE,
+) -> Outcome {
     let raw = source.as_raw();
     if unsafe { !rb_sys::RB_TYPE_P(raw, rb_sys::ruby_value_type::RUBY_T_STRING) } {
         return Outcome::Fallback;
@@ -136,7 +158,7 @@ pub fn load(ruby: &Ruby, source: Value, freeze: bool) -> Outcome {
     if data.len() < 2 || data[0] != core::MAJOR || data[1] != core::MINOR {
         return Outcome::Fallback;
     }
-    match run(ruby, &data[2..], freeze, false) {
+    match run(ruby, &data[2..], freeze, false, proc, direct) {
         (Ok(v), _) => Outcome::Done(unsafe { Value::from_raw(v) }),
         (Err(Some(error)), _) => Outcome::Raise(error),
         (Err(None), _) => Outcome::Fallback,
@@ -150,6 +172,8 @@ fn run(
     source: &[u8],
     freeze: bool,
     scan: bool,
+    proc: Option<VALUE>,
+    direct: VALUE,
 ) -> (Result<VALUE, Option<Error>>, bool) {
     let table: Obj<LoadTable> = ruby.obj_wrap(LoadTable {
         links: UnsafeCell::new(Vec::with_capacity(16)),
@@ -174,6 +198,10 @@ fn run(
         containers_hash_checked: false,
         extended: extended::LoadCache::default(),
         freeze,
+        proc,
+        in_progress: Vec::new(),
+        direct,
+        next_direct: 0,
         depth: 0,
         utf8: unsafe { rb_sys::rb_utf8_encindex() },
         usascii: unsafe { rb_sys::rb_usascii_encindex() },
@@ -380,7 +408,7 @@ fn qnil() -> VALUE {
     rb_sys::Qnil as VALUE
 }
 
-impl Loader<'_> {
+impl<'a> Loader<'a> {
     #[inline]
     fn byte(&mut self) -> Load<u8> {
         self.r.byte().ok_or(Fallback)
@@ -421,10 +449,16 @@ impl Loader<'_> {
         let t = self.byte()?;
         let v = self.r_object_of(t);
         self.depth -= 1;
-        v
+        match self.proc {
+            None => v,
+            Some(_) => self.leave_with_proc(t, v?),
+        }
     }
 
     fn r_object_of(&mut self, t: u8) -> Load<VALUE> {
+        if self.proc.is_some() && !proc_load::supported(t) {
+            return Err(Fallback);
+        }
         match t {
             core::TYPE_NIL => Ok(qnil()),
             core::TYPE_TRUE => Ok(rb_sys::Qtrue as VALUE),
@@ -468,6 +502,7 @@ impl Loader<'_> {
                 Ok(self.leave_string(s))
             }
             core::TYPE_IVAR => match self.byte()? {
+                t if self.proc.is_some() && !proc_load::supported_in_ivar(t) => Err(Fallback),
                 core::TYPE_STRING => {
                     let s = self.r_string_with_ivars(0)?;
                     Ok(self.leave_string(s))
@@ -494,6 +529,7 @@ impl Loader<'_> {
                     if self.freezes_here() {
                         unsafe { rb_sys::rb_obj_freeze(v) };
                     }
+                    self.end_partial(v);
                     Ok(v)
                 }
                 _ => Err(Fallback),
@@ -526,6 +562,7 @@ impl Loader<'_> {
                 }
                 let ary = unsafe { rb_sys::rb_ary_new_capa(len as c_long) };
                 self.entry(ary);
+                self.begin_partial(ary);
                 for _ in 0..len {
                     let item = self.r_object()?;
                     self.guarded(|| unsafe { rb_sys::rb_ary_push(ary, item) })?;
@@ -533,6 +570,7 @@ impl Loader<'_> {
                 if self.freezes_here() {
                     unsafe { rb_sys::rb_obj_freeze(ary) };
                 }
+                self.end_partial_unless_wrapped(ary);
                 Ok(ary)
             }
             core::TYPE_HASH | core::TYPE_HASH_DEF => {
@@ -551,6 +589,7 @@ impl Loader<'_> {
                     .map_err(|_| Fallback)?;
                 }
                 self.entry(hash);
+                self.begin_partial(hash);
                 for _ in 0..len {
                     let key = self.r_object()?;
                     let value = self.r_object()?;
@@ -570,6 +609,7 @@ impl Loader<'_> {
                 if self.freezes_here() {
                     unsafe { rb_sys::rb_obj_freeze(hash) };
                 }
+                self.end_partial_unless_wrapped(hash);
                 Ok(hash)
             }
             core::TYPE_OBJECT => self.r_plain_object(),
@@ -659,6 +699,10 @@ impl Loader<'_> {
     /// Hash's too.
     fn check_key_hashing(&mut self, key: VALUE) -> Load<()> {
         if self.containers_hash_checked || rb_sys::SPECIAL_CONST_P(key) {
+            return Ok(());
+        }
+        if self.proc.is_some() && self.committed {
+            // A proc gave this key: MRI hashes it (Ruby code or not); so do we, guarded.
             return Ok(());
         }
         let t = unsafe { rb_sys::RB_BUILTIN_TYPE(key) };
@@ -774,7 +818,7 @@ impl Loader<'_> {
             return Ok(());
         }
         let ruby = unsafe { Ruby::get_unchecked() };
-        match run(&ruby, self.source, self.freeze, true) {
+        match run(&ruby, self.source, self.freeze, true, self.proc, 0) {
             (Ok(_), _) => {
                 self.scanned = true;
                 Ok(())
@@ -1114,6 +1158,44 @@ impl Loader<'_> {
         self.freeze && self.depth != self.no_freeze_at
     }
 
+    /// MRI's `r_leave` after a record read by `r_object` (not partial), with a proc:
+    /// the proc gets the object and its result replaces it. A symbol link, and a link to
+    /// an object still being read, return the object without the proc.
+    fn leave_with_proc(&mut self, t: u8, v: VALUE) -> Load<VALUE> {
+        let Some(proc) = self.proc else { return Ok(v) };
+        if t == core::TYPE_SYMLINK
+            || (t == core::TYPE_LINK && self.in_progress.contains(&v))
+            || self.scan
+        {
+            return Ok(v);
+        }
+        // The proc is the first Ruby code to run: the whole input is proven loadable first.
+        self.ensure_scanned()?;
+        self.call_hook(proc, proc_load::id_call(), v)
+    }
+
+    /// With a proc: `v` is being read (links to it do not call the proc) until
+    /// `end_partial`.
+    fn begin_partial(&mut self, v: VALUE) {
+        if self.proc.is_some() && self.in_progress.last() != Some(&v) {
+            self.in_progress.push(v);
+        }
+    }
+
+    fn end_partial(&mut self, v: VALUE) {
+        if self.in_progress.last() == Some(&v) {
+            self.in_progress.pop();
+        }
+    }
+
+    /// A finished Array or Hash stops being partial, unless it is the object of an `I`
+    /// record (partial until its ivars are read).
+    fn end_partial_unless_wrapped(&mut self, v: VALUE) {
+        if self.depth != self.no_freeze_at {
+            self.end_partial(v);
+        }
+    }
+
     /// The record `t` inside an `I` record, not frozen yet (MRI's `partial`).
     fn r_partial(&mut self, t: u8) -> Load<VALUE> {
         let saved = self.no_freeze_at;
@@ -1282,11 +1364,34 @@ impl Loader<'_> {
 
     /// A `"` record's bytes as a new binary String, entered in the link table.
     fn r_string(&mut self) -> Load<VALUE> {
-        let bytes = self.r.read_bytes().ok_or(Fallback)?;
-        let s =
-            unsafe { rb_sys::rb_str_new(bytes.as_ptr() as *const c_char, bytes.len() as c_long) };
+        let (bytes, direct) = self.r_string_bytes()?;
+        let s = direct.unwrap_or_else(|| unsafe {
+            rb_sys::rb_str_new(bytes.as_ptr() as *const c_char, bytes.len() as c_long)
+        });
         self.entry(s);
         Ok(s)
+    }
+
+    /// A String record's bytes, and the port's String MRI makes it of, if any.
+    fn r_string_bytes(&mut self) -> Load<(&'a [u8], Option<VALUE>)> {
+        let len = usize::try_from(self.long()?).map_err(|_| Fallback)?;
+        // +2: the offsets count the version bytes.
+        let offset = self.source.len() - self.r.remaining() + 2;
+        let bytes = self.r.bytes(len).ok_or(Fallback)?;
+        if self.direct == 0 || self.next_direct >= unsafe { rb_sys::RARRAY_LEN(self.direct) } {
+            return Ok((bytes, None));
+        }
+        let at = unsafe { rb_sys::RARRAY_AREF(self.direct, self.next_direct as isize) };
+        if unsafe { rb_sys::FIX2LONG(at) } as usize != offset {
+            return Ok((bytes, None));
+        }
+        let s = unsafe { rb_sys::RARRAY_AREF(self.direct, self.next_direct as isize + 1) };
+        self.next_direct += 2;
+        // The port may have changed it since: then the stdlib, which uses it as it is now.
+        if crate::helpers::raw::str_bytes(s) != bytes {
+            return Err(Fallback);
+        }
+        Ok((bytes, Some(s)))
     }
 
     /// An `I"` record: the bytes, then ivars: encodings and instance variables. The
@@ -1295,7 +1400,7 @@ impl Loader<'_> {
     /// `class` (0 for String) is given to the String before its ivars are set: Ruby 3.1
     /// keeps generic ivars by the index table of the object's class.
     fn r_string_with_ivars(&mut self, class: VALUE) -> Load<VALUE> {
-        let bytes = self.r.read_bytes().ok_or(Fallback)?;
+        let (bytes, direct) = self.r_string_bytes()?;
         let count = self.long()?;
         let ptr = bytes.as_ptr() as *const c_char;
         let len = bytes.len() as c_long;
@@ -1304,7 +1409,15 @@ impl Loader<'_> {
         let s = if count > 0 {
             let (sym, plain) = self.r_symbol()?;
             done = 1;
-            if plain && sym == ids.sym_e {
+            if plain && sym == ids.sym_e && self.proc.is_some() && !self.scan {
+                // MRI reads the value with r_object: the proc sees it first.
+                let s = direct.unwrap_or_else(|| unsafe { rb_sys::rb_str_new(ptr, len) });
+                self.entry_string(s, class);
+                self.begin_partial(s);
+                let value = self.r_object()?;
+                self.set_encoding_ivar(s, sym, plain, value)?;
+                s
+            } else if plain && sym == ids.sym_e {
                 let idx = match self.byte()? {
                     core::TYPE_TRUE => self.utf8,
                     core::TYPE_FALSE => self.usascii,
@@ -1315,29 +1428,41 @@ impl Loader<'_> {
                 // (not rb_usascii_str_new: Ruby 3.3's marks the String 7-bit without
                 // looking, which is wrong for non-ASCII bytes, and String#eql? depends on
                 // it).
-                let s = unsafe { rb_sys::rb_str_new(ptr, len) };
-                set_encoding_index(s, idx);
+                let s = direct.unwrap_or_else(|| unsafe { rb_sys::rb_str_new(ptr, len) });
+                if direct.is_some() {
+                    // The port's String (not frozen, checked): MRI's call.
+                    unsafe { rb_sys::rb_enc_associate_index(s, idx) };
+                } else {
+                    set_encoding_index(s, idx);
+                }
                 self.entry_string(s, class);
                 s
             } else if plain && sym == ids.sym_encoding {
-                let s = unsafe { rb_sys::rb_str_new(ptr, len) };
+                if self.proc.is_some() {
+                    return Err(Fallback); // an encoding name a proc may replace: the stdlib's
+                }
+                let s = direct.unwrap_or_else(|| unsafe { rb_sys::rb_str_new(ptr, len) });
                 self.entry_string(s, class);
                 let value = self.r_object()?;
                 let idx = self.encoding_index_named(value)?;
                 unsafe { rb_sys::rb_enc_associate_index(s, idx) };
                 s
             } else {
-                let s = unsafe { rb_sys::rb_str_new(ptr, len) };
+                let s = direct.unwrap_or_else(|| unsafe { rb_sys::rb_str_new(ptr, len) });
                 self.entry_string(s, class);
+                self.begin_partial(s);
                 let value = self.r_object()?;
                 self.set_ivar(s, sym, plain, value)?;
                 s
             }
         } else {
-            let s = unsafe { rb_sys::rb_str_new(ptr, len) };
+            let s = direct.unwrap_or_else(|| unsafe { rb_sys::rb_str_new(ptr, len) });
             self.entry_string(s, class);
             s
         };
+        if count > 0 {
+            self.begin_partial(s);
+        }
         for _ in done..count {
             let (sym, plain) = self.r_symbol()?;
             let value = self.r_object()?;
@@ -1345,6 +1470,7 @@ impl Loader<'_> {
                 self.set_ivar(s, sym, plain, value)?;
             }
         }
+        self.end_partial(s);
         Ok(s)
     }
 
@@ -1371,9 +1497,13 @@ impl Loader<'_> {
                 Ok(self.utf8)
             } else if value == rb_sys::Qfalse as VALUE {
                 Ok(self.usascii)
+            } else if self.proc.is_some() && !self.scan {
+                Ok(-1) // what a proc gave: MRI's sym2encidx finds no encoding
             } else {
                 Err(Fallback)
             }
+        } else if sym == ids.sym_encoding && self.proc.is_some() {
+            Err(Fallback)
         } else if sym == ids.sym_encoding {
             self.encoding_index_named(value)
         } else {
@@ -1391,10 +1521,17 @@ impl Loader<'_> {
                 self.utf8
             } else if value == rb_sys::Qfalse as VALUE {
                 self.usascii
+            } else if self.proc.is_some() && !self.scan {
+                // What a proc gave instead of true/false: MRI sets it as an ivar named E.
+                unsafe { rb_sys::rb_ivar_set(s, ids.id_e, value) };
+                return Ok(true);
             } else {
                 return Err(Fallback);
             }
         } else if plain && sym == ids.sym_encoding {
+            if self.proc.is_some() {
+                return Err(Fallback);
+            }
             self.encoding_index_named(value)?
         } else {
             return Ok(false);

@@ -16,11 +16,13 @@
 //!
 //! `RustyStdlib::Marshal.native_dump(obj, limit)` returns the dump as a String, or `nil`
 //! when the graph holds anything outside the native subset (then the shim calls the
-//! stdlib's `Marshal.dump` for the whole call). `native_load(source, freeze, fallback)`
+//! stdlib's `Marshal.dump` for the whole call); `native_dump_to(obj, port, limit)` writes
+//! it to an IO-like port as MRI does and returns the port (see `port.rs`), or `nil`. `native_load(source, freeze, fallback)`
 //! returns the loaded object, or `fallback` when the bytes are outside the subset or
 //! malformed in any way (then the shim calls the stdlib on the same input, which also
 //! produces the stdlib's exact exception). Both raise what a hook raises (and MRI's
-//! errors for what a hook returns).
+//! errors for what a hook returns). `native_load_proc` is the load with a proc
+//! (`proc_load.rs`), `native_load_from` the load from an IO-like port (`port.rs`).
 //!
 //! The decision to fall back never follows a side effect Ruby code could see. Without
 //! hooks, the native dump runs no Ruby code at all (`respond_to?` overrides, singletons
@@ -43,8 +45,12 @@ mod hooks;
 mod ids;
 mod key_cache;
 mod load;
+mod port;
+mod proc_load;
 
+use magnus::rb_sys::AsRawValue;
 use magnus::{function, prelude::*, Error, RModule, Ruby, Value};
+use rb_sys::VALUE;
 
 pub fn init(ruby: &Ruby, root: RModule) -> Result<(), Error> {
     let module = root.define_module("Marshal")?;
@@ -59,7 +65,16 @@ pub fn init(ruby: &Ruby, root: RModule) -> Result<(), Error> {
     unsafe { rb_sys::rb_ext_ractor_safe(true) };
     let defined = module
         .define_singleton_method("native_dump", function!(native_dump, 2))
-        .and_then(|_| module.define_singleton_method("native_load", function!(native_load, 3)));
+        .and_then(|_| {
+            module.define_singleton_method("native_dump_to", function!(native_dump_to, 3))
+        })
+        .and_then(|_| module.define_singleton_method("native_load", function!(native_load, 3)))
+        .and_then(|_| {
+            module.define_singleton_method("native_load_from", function!(native_load_from, 4))
+        })
+        .and_then(|_| {
+            module.define_singleton_method("native_load_proc", function!(native_load_proc, 4))
+        });
     unsafe { rb_sys::rb_ext_ractor_safe(false) };
     defined
 }
@@ -80,12 +95,82 @@ fn native_dump(ruby: &Ruby, obj: Value, limit: Value) -> Result<Value, Error> {
     }
 }
 
+/// `port` after the dump of `obj` with depth `limit` (nil for none) was written to it as
+/// MRI writes it, or nil to ask for the stdlib (then nothing of the port was called);
+/// what the port's methods raise is raised.
+fn native_dump_to(ruby: &Ruby, obj: Value, port: Value, limit: Value) -> Result<Value, Error> {
+    let nil = ruby.qnil().as_value();
+    let Some(limit) = ids::dump_limit(limit) else {
+        return Ok(nil);
+    };
+    if port.is_nil() {
+        return Ok(nil);
+    }
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        port::dump_to(ruby, obj, port, limit)
+    })) {
+        Ok(Ok(written)) => Ok(written.unwrap_or(nil)),
+        Ok(Err(error)) => Err(error),
+        Err(_) => Ok(nil),
+    }
+}
+
 /// The object loaded from the String `source`, or `fallback` to ask for the stdlib; an
 /// exception a load hook raised is raised.
 fn native_load(ruby: &Ruby, source: Value, freeze: Value, fallback: Value) -> Result<Value, Error> {
     let freeze = freeze.to_bool();
     match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         load::load(ruby, source, freeze)
+    })) {
+        Ok(load::Outcome::Done(value)) => Ok(value),
+        Ok(load::Outcome::Raise(error)) => Err(error),
+        _ => Ok(fallback),
+    }
+}
+
+/// The object read from the IO-like `port` with MRI's calls, or `fallback` when the
+/// stdlib must continue from the calls recorded in the Array `log` (see `port.rs`).
+fn native_load_from(
+    ruby: &Ruby,
+    port: Value,
+    freeze: Value,
+    log: Value,
+    fallback: Value,
+) -> Result<Value, Error> {
+    let freeze = freeze.to_bool();
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        port::load_from(ruby, port, freeze, log, fallback)
+    })) {
+        Ok(result) => result,
+        // Calls may have been made: the stdlib continues from the log.
+        Err(_) => Ok(fallback),
+    }
+}
+
+/// The object loaded from the String `source` with `proc` called as MRI calls it, or
+/// `fallback` to ask for the stdlib (decided before the proc first runs); what the proc
+/// raises is raised.
+fn native_load_proc(
+    ruby: &Ruby,
+    source: Value,
+    freeze: Value,
+    proc: Value,
+    fallback: Value,
+) -> Result<Value, Error> {
+    let freeze = freeze.to_bool();
+    let proc = proc.as_raw();
+    // Procs and Methods only: for anything else MRI's `call` can raise a NoMethodError
+    // whose message (error_highlight) depends on where the call was made.
+    let callable = unsafe {
+        rb_sys::rb_obj_is_proc(proc) == rb_sys::Qtrue as VALUE
+            || rb_sys::rb_obj_is_method(proc) == rb_sys::Qtrue as VALUE
+    };
+    if !callable {
+        return Ok(fallback);
+    }
+    let proc = Some(proc);
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        load::load_with(ruby, source, freeze, proc, 0)
     })) {
         Ok(load::Outcome::Done(value)) => Ok(value),
         Ok(load::Outcome::Raise(error)) => Err(error),

@@ -1,0 +1,311 @@
+//! `Marshal.dump(obj, io)` / `Marshal.dump(obj, io, limit)`: the native dump written to
+//! an IO-like port the way MRI writes it.
+//!
+//! MRI checks `port.respond_to?(:write)` (a TypeError "instance of IO needed" if not),
+//! calls `port.binmode` if the port has it, then dumps into one buffer String which it
+//! hands to `port.write` whenever it holds `BUFSIZ` bytes or more (emptying it after each
+//! write), and once more at the end with whatever is left (possibly nothing). It returns
+//! the port. A port sees the same calls from us: the same buffer object, chunks ending at
+//! the same offsets (`rusty_core::marshal::flush_points`), emptied the same way.
+//!
+//! Decide before any user code runs: the whole dump is made first, with dump hooks
+//! refused (a graph with `marshal_dump` / `_dump` objects goes to the stdlib, because MRI
+//! interleaves hook calls with its writes). Only then do the port's methods run, so the
+//! stdlib never repeats a call the port has seen. What this changes, and only for a port
+//! whose `respond_to?`, `binmode` or `write` modifies the very objects being dumped: MRI
+//! would dump later objects as modified, we dump them as they were when the call began.
+//! A depth limit error also goes to the stdlib (MRI may have written chunks before it).
+
+use std::ffi::CStr;
+use std::os::raw::c_long;
+use std::sync::OnceLock;
+
+use magnus::rb_sys::AsRawValue;
+use magnus::{prelude::*, Error, Ruby, Value};
+use rb_sys::{ID, VALUE};
+use rusty_core::marshal as core;
+
+use super::dump;
+
+/// MRI's buffer size on this platform (`BUFSIZ` from stdio.h, which marshal.c uses).
+const BUFSIZ: usize = libc::BUFSIZ as usize;
+
+struct PortIds {
+    write: ID,
+    binmode: ID,
+}
+
+static PORT_IDS: OnceLock<PortIds> = OnceLock::new();
+
+fn port_ids() -> &'static PortIds {
+    let intern = |name: &CStr| unsafe { rb_sys::rb_intern(name.as_ptr()) };
+    PORT_IDS.get_or_init(|| PortIds {
+        write: intern(c"write"),
+        binmode: intern(c"binmode"),
+    })
+}
+
+/// `port` after writing the dump of `obj` (depth `limit`, -1 for none) to it, or `None`
+/// when the stdlib must do the whole call (nothing of the port has been called then).
+pub fn dump_to(ruby: &Ruby, obj: Value, port: Value, limit: i32) -> Result<Option<Value>, Error> {
+    let bytes = match dump::dump_without_hooks(ruby, obj, limit) {
+        dump::Outcome::Done(bytes) => bytes,
+        // A depth limit error (no hook can have run): the stdlib raises it after the
+        // writes MRI makes before it.
+        dump::Outcome::Raise(_) | dump::Outcome::Fallback => return Ok(None),
+    };
+    let Some(points) = core::flush_points(&bytes, BUFSIZ) else {
+        return Ok(None);
+    };
+    write_chunks(port.as_raw(), &bytes, &points)?;
+    Ok(Some(port))
+}
+
+/// MRI's port protocol for an already made dump: each call inside `protect`, so what
+/// the port raises propagates after the calls MRI would have made up to that point.
+fn write_chunks(port: VALUE, bytes: &[u8], points: &[usize]) -> Result<(), Error> {
+    let ids = port_ids();
+    let responds = protect(|| unsafe {
+        if rb_sys::rb_respond_to(port, ids.write) != 0 {
+            rb_sys::Qtrue as VALUE
+        } else {
+            rb_sys::Qfalse as VALUE
+        }
+    })?;
+    if responds != rb_sys::Qtrue as VALUE {
+        let ruby = unsafe { Ruby::get_unchecked() };
+        return Err(Error::new(
+            ruby.exception_type_error(),
+            "instance of IO needed",
+        ));
+    }
+    // Called if the port has it (respond_to?/respond_to_missing? asked as MRI asks).
+    protect(|| unsafe { rb_sys::rb_check_funcall(port, ids.binmode, 0, std::ptr::null()) })?;
+    // MRI's buffer: a binary String, the same object for every write. It lives on the
+    // stack (this frame), where the GC finds it.
+    let buffer = protect(|| unsafe { rb_sys::rb_str_buf_new(0) })?;
+    let mut start = 0;
+    for end in points.iter().copied().chain(std::iter::once(bytes.len())) {
+        let chunk = &bytes[start..end];
+        protect(|| unsafe {
+            rb_sys::rb_str_cat(buffer, chunk.as_ptr().cast(), chunk.len() as c_long)
+        })?;
+        protect(|| unsafe { rb_sys::rb_io_write(port, buffer) })?;
+        protect(|| unsafe { rb_sys::rb_str_resize(buffer, 0) })?;
+        start = end;
+    }
+    std::hint::black_box(buffer);
+    Ok(())
+}
+
+fn protect(f: impl FnOnce() -> VALUE) -> Result<VALUE, Error> {
+    magnus::rb_sys::protect(f)
+}
+
+/// IDs and symbols of the load side.
+struct LoadIds {
+    getbyte: ID,
+    read: ID,
+    sym_getbyte: VALUE,
+    sym_read: VALUE,
+}
+
+static LOAD_IDS: OnceLock<LoadIds> = OnceLock::new();
+
+fn load_ids() -> &'static LoadIds {
+    let intern = |name: &CStr| unsafe { rb_sys::rb_intern(name.as_ptr()) };
+    LOAD_IDS.get_or_init(|| LoadIds {
+        getbyte: intern(c"getbyte"),
+        read: intern(c"read"),
+        // Static symbols of interned IDs: immediates, never collected.
+        sym_getbyte: rb_sys::ID2SYM(intern(c"getbyte")),
+        sym_read: rb_sys::ID2SYM(intern(c"read")),
+    })
+}
+
+/// The port's `getbyte` / `read(n)`, called as MRI calls them, each call appended to
+/// `log` (a Ruby Array) as `[name, argument, converted result, copy of a String result]`
+/// so that the stdlib can be given the same answers if it takes over (the copy: a port
+/// may change a String after returning it, e.g. return one buffer object every time).
+struct RubyPort {
+    port: VALUE,
+    log: VALUE,
+    /// The String the last `read` returned (also held by `log`).
+    last_read: VALUE,
+    /// The Strings MRI would make String records of: [offset, String, ...].
+    direct: VALUE,
+}
+
+impl RubyPort {
+    fn record(&self, name: VALUE, arg: VALUE, result: VALUE) -> Result<(), Error> {
+        let log = self.log;
+        protect(|| unsafe {
+            let entry = rb_sys::rb_ary_new_capa(4);
+            rb_sys::rb_ary_push(entry, name);
+            rb_sys::rb_ary_push(entry, arg);
+            rb_sys::rb_ary_push(entry, result);
+            if rb_sys::RB_TYPE_P(result, rb_sys::ruby_value_type::RUBY_T_STRING) {
+                rb_sys::rb_ary_push(entry, rb_sys::rb_str_dup(result));
+            }
+            rb_sys::rb_ary_push(log, entry)
+        })?;
+        Ok(())
+    }
+}
+
+impl core::port_reader::Port for RubyPort {
+    type Error = Error;
+
+    fn getbyte(&mut self) -> Result<Option<u8>, Error> {
+        let (port, ids) = (self.port, load_ids());
+        let v = protect(|| unsafe { rb_sys::rb_funcallv(port, ids.getbyte, 0, std::ptr::null()) })?;
+        let nil = rb_sys::Qnil as VALUE;
+        if rb_sys::NIL_P(v) {
+            self.record(ids.sym_getbyte, nil, nil)?;
+            return Ok(None);
+        }
+        // MRI's NUM2CHR: a String's first byte, or the low byte of NUM2INT.
+        let byte = protect(|| unsafe {
+            let b = if rb_sys::RB_TYPE_P(v, rb_sys::ruby_value_type::RUBY_T_STRING)
+                && rb_sys::RSTRING_LEN(v) >= 1
+            {
+                *rb_sys::RSTRING_PTR(v) as u8 as c_long
+            } else {
+                rb_sys::rb_num2int(v) & 0xff
+            };
+            rb_sys::LONG2FIX(b)
+        })?;
+        self.record(ids.sym_getbyte, nil, byte)?;
+        Ok(Some(unsafe { rb_sys::FIX2LONG(byte) } as u8))
+    }
+
+    fn read(&mut self, n: usize) -> Result<Option<Vec<u8>>, Error> {
+        let (port, ids) = (self.port, load_ids());
+        let arg = unsafe { rb_sys::rb_int2inum(n as isize) };
+        let v = protect(|| unsafe { rb_sys::rb_funcallv(port, ids.read, 1, &arg) })?;
+        if rb_sys::NIL_P(v) {
+            self.record(ids.sym_read, arg, v)?;
+            return Ok(None);
+        }
+        // MRI's StringValue (to_str for a non-String).
+        let s = protect(|| unsafe {
+            let mut s = v;
+            rb_sys::rb_string_value(&mut s)
+        })?;
+        self.record(ids.sym_read, arg, s)?;
+        self.last_read = s;
+        let bytes = unsafe {
+            let len = rb_sys::RSTRING_LEN(s) as usize;
+            if len == 0 {
+                Vec::new()
+            } else {
+                std::slice::from_raw_parts(rb_sys::RSTRING_PTR(s) as *const u8, len).to_vec()
+            }
+        };
+        Ok(Some(bytes))
+    }
+
+    fn symbol_name_read(&mut self) -> Result<(), Error> {
+        let s = self.last_read;
+        protect(|| unsafe {
+            if rb_sys::rb_enc_str_asciionly_p(s) != 0 {
+                rb_sys::rb_enc_associate_index(s, rb_sys::rb_usascii_encindex());
+            }
+            s
+        })?;
+        Ok(())
+    }
+
+    fn direct_string(&mut self, offset: usize) -> Result<bool, Error> {
+        let (s, direct) = (self.last_read, self.direct);
+        // A plain String we can use as MRI does; a frozen one (setting its encoding
+        // raises in MRI, before it reads on), one of a subclass or with ivars, or one
+        // the port returned before: the stdlib's.
+        let plain = unsafe {
+            let flags = (*(s as *const rb_sys::RBasic)).flags;
+            (*(s as *const rb_sys::RBasic)).klass == rb_sys::rb_cString
+                && flags & (rb_sys::ruby_fl_type::RUBY_FL_FREEZE as VALUE) == 0
+                && flags & (rb_sys::ruby_fl_type::RUBY_FL_EXIVAR as VALUE) == 0
+                && rb_sys::rb_ary_includes(direct, s) == rb_sys::Qfalse as VALUE
+        };
+        if !plain {
+            return Ok(false);
+        }
+        protect(|| unsafe {
+            rb_sys::rb_ary_push(direct, rb_sys::rb_int2inum(offset as isize));
+            rb_sys::rb_ary_push(direct, s)
+        })?;
+        Ok(true)
+    }
+
+    fn clear_last_read(&mut self) -> Result<(), Error> {
+        let s = self.last_read;
+        protect(|| unsafe { rb_sys::rb_str_resize(s, 0) })?;
+        Ok(())
+    }
+}
+
+/// `Marshal.load(port)` for an IO-like `port` (not convertible to a String): MRI's
+/// checks and `binmode` call, then MRI's reads of one object, loaded natively. Returns
+/// `fallback` when the stdlib must continue: from the calls recorded in `log`, which it
+/// must be given again in the same order before the port is asked for more.
+pub fn load_from(
+    ruby: &Ruby,
+    port: Value,
+    freeze: bool,
+    log: Value,
+    fallback: Value,
+) -> Result<Value, Error> {
+    let (raw, ids) = (port.as_raw(), load_ids());
+    let readable = protect(|| unsafe {
+        if rb_sys::rb_respond_to(raw, ids.getbyte) != 0 && rb_sys::rb_respond_to(raw, ids.read) != 0
+        {
+            rb_sys::Qtrue as VALUE
+        } else {
+            rb_sys::Qfalse as VALUE
+        }
+    })?;
+    if readable != rb_sys::Qtrue as VALUE {
+        return Err(Error::new(
+            ruby.exception_type_error(),
+            "instance of IO needed",
+        ));
+    }
+    let binmode = port_ids().binmode;
+    protect(|| unsafe { rb_sys::rb_check_funcall(raw, binmode, 0, std::ptr::null()) })?;
+    let bignums = if rb_sys::RUBY_API_VERSION_CODE >= 30300 {
+        core::port_reader::BignumReads::SmallByByte
+    } else {
+        core::port_reader::BignumReads::Bytes
+    };
+    let direct = unsafe { rb_sys::rb_ary_new() };
+    let mut reader = RubyPort {
+        port: raw,
+        log: log.as_raw(),
+        last_read: rb_sys::Qnil as VALUE,
+        direct,
+    };
+    let Some(bytes) = core::port_reader::read_object(&mut reader, bignums)? else {
+        return Ok(fallback);
+    };
+    // The port's Strings MRI would use must still hold what they held when returned
+    // (else the stdlib, replaying, restores and uses them as MRI would have).
+    let unchanged = (0..unsafe { rb_sys::RARRAY_LEN(direct) } / 2).all(|i| unsafe {
+        let offset = rb_sys::FIX2LONG(rb_sys::RARRAY_AREF(direct, 2 * i as isize)) as usize;
+        let s = crate::helpers::raw::str_bytes(rb_sys::RARRAY_AREF(direct, 2 * i as isize + 1));
+        bytes.get(offset..offset + s.len()) == Some(s)
+    });
+    if !unchanged {
+        return Ok(fallback);
+    }
+    // No Ruby code of MRI's ran between those reads: the object is built now, natively,
+    // or by the stdlib from the log.
+    let source = ruby.str_from_slice(&bytes);
+    let outcome = super::load::load_with(ruby, source.as_value(), freeze, None, direct);
+    std::hint::black_box(direct); // held on the stack until the load is over
+    match outcome {
+        super::load::Outcome::Done(v) => Ok(v),
+        super::load::Outcome::Raise(e) => Err(e),
+        super::load::Outcome::Fallback => Ok(fallback),
+    }
+}
