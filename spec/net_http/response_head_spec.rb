@@ -24,9 +24,11 @@ RSpec.describe "Net::HTTPResponse head parsing (RustyStdlib::NetHttp :response_h
     end
   end
 
+  # Keys: whether each is the interned String (Hash#[]= interns the stdlib's downcased key).
   def read_head(io)
     res = Net::HTTPResponse.read_new(io)
-    [res.class, res.code, res.message, res.http_version, deep(res.to_hash.to_a), res.each_capitalized.to_a]
+    keys = res.instance_variable_get(:@header).keys.map { |k| k.equal?(-k) }
+    [res.class, res.code, res.message, res.http_version, deep(res.to_hash.to_a), res.each_capitalized.to_a, keys]
   end
 
   # log: with set_debug_output (every line read and logged one by one) or without
