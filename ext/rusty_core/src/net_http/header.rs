@@ -9,16 +9,15 @@ pub fn capitalized_len(name: &[u8]) -> usize {
 /// Writes `capitalize(name)` into `out`, which is `capitalized_len(name)` bytes long
 /// (so that a caller can write straight into a new string's buffer).
 pub fn capitalize_into(name: &[u8], out: &mut [u8]) {
-    let mut at_start = true;
+    // A part starts after a `-` (or at the start); `-` itself has no case.
+    let mut previous = b'-';
     for (dest, &b) in out.iter_mut().zip(name) {
-        *dest = if b == b'-' {
-            at_start = true;
-            b
-        } else if std::mem::replace(&mut at_start, false) {
+        *dest = if previous == b'-' {
             b.to_ascii_uppercase()
         } else {
             b.to_ascii_lowercase()
         };
+        previous = b;
     }
 }
 

@@ -10,15 +10,20 @@ use magnus::{
     Integer, RArray, RClass, RModule, RString, Ruby, Value,
 };
 use rusty_core::net_http::response;
+use std::sync::OnceLock;
+
+use super::ids::id;
 
 use super::strings::{binary_index, is_exact, new_with_index};
 
-fn ivar(object: Value, name: &std::ffi::CStr) -> Value {
-    // rb_intern of an existing name and rb_ivar_get neither raise nor call Ruby code.
-    unsafe {
-        let id = rb_sys::rb_intern(name.as_ptr());
-        Value::from_raw(rb_sys::rb_ivar_get(object.as_raw(), id))
-    }
+static ID_DEBUG_OUTPUT: OnceLock<rb_sys::ID> = OnceLock::new();
+static ID_RBUF: OnceLock<rb_sys::ID> = OnceLock::new();
+static ID_RBUF_OFFSET: OnceLock<rb_sys::ID> = OnceLock::new();
+static ID_HEADER: OnceLock<rb_sys::ID> = OnceLock::new();
+
+fn ivar(object: Value, cache: &OnceLock<rb_sys::ID>, name: &std::ffi::CStr) -> Value {
+    // rb_intern of a static name and rb_ivar_get neither raise nor call Ruby code.
+    unsafe { Value::from_raw(rb_sys::rb_ivar_get(object.as_raw(), id(cache, name))) }
 }
 
 /// Net::BufferedIO (looked up once net/http is loaded, which installing the pieces
@@ -61,11 +66,11 @@ pub fn read_buffer(sock: Value, logged: bool) -> Option<(RString, usize)> {
     if !is_exact(sock, ruby.get_inner(&BUFFERED_IO)) {
         return None;
     }
-    if !logged && ivar(sock, c"@debug_output").to_bool() {
+    if !logged && ivar(sock, &ID_DEBUG_OUTPUT, c"@debug_output").to_bool() {
         return None;
     }
-    let buffer = RString::from_value(ivar(sock, c"@rbuf"))?;
-    let offset = ivar(sock, c"@rbuf_offset");
+    let buffer = RString::from_value(ivar(sock, &ID_RBUF, c"@rbuf"))?;
+    let offset = ivar(sock, &ID_RBUF_OFFSET, c"@rbuf_offset");
     let offset = if offset.is_nil() {
         0
     } else {
@@ -172,7 +177,7 @@ pub fn read_head_fields(
     else {
         return Ok(None);
     };
-    let header = ivar(response, c"@header");
+    let header = ivar(response, &ID_HEADER, c"@header");
     let Some(hash) = magnus::RHash::from_value(header)
         .filter(|h| is_exact(header, ruby.class_hash()) && h.is_empty())
     else {

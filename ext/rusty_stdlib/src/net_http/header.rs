@@ -1,6 +1,6 @@
 //! `Net::HTTPHeader#capitalize` (private; `each_capitalized` and request heads use it).
 
-use std::{ffi::CStr, sync::OnceLock};
+use std::sync::OnceLock;
 
 use magnus::{
     prelude::*,
@@ -10,6 +10,7 @@ use magnus::{
 };
 use rusty_core::net_http::header;
 
+use super::ids::id;
 use super::strings::{
     ascii_compatible, ascii_only, encindex, exact_string, is_exact, new_with_index, usascii_index,
 };
@@ -50,11 +51,6 @@ pub fn capitalize_method(ruby: &Ruby, _rb_self: Value, name: Value) -> Result<Va
         Some(capitalized) => Ok(capitalized.as_value()),
         None => ruby.call_super((name,)),
     }
-}
-
-/// An ID interned once (IDs of static names are never collected).
-fn id(cache: &OnceLock<rb_sys::ID>, name: &CStr) -> rb_sys::ID {
-    *cache.get_or_init(|| unsafe { rb_sys::rb_intern(name.as_ptr()) })
 }
 
 static ID_CAPITALIZE: OnceLock<rb_sys::ID> = OnceLock::new();

@@ -11,6 +11,7 @@ mod buffer;
 mod chunked;
 mod form;
 mod header;
+mod ids;
 mod request;
 mod response;
 mod strings;

@@ -50,7 +50,11 @@ pub fn encoding_object_index(value: Value) -> Option<i32> {
 
 /// A new String of `bytes` with encoding index `index`.
 pub fn new_with_index(ruby: &Ruby, bytes: &[u8], index: i32) -> Result<RString, Error> {
+    // rb_str_new's String is binary already.
     let string = ruby.str_from_slice(bytes);
+    if index == binary_index() {
+        return Ok(string);
+    }
     magnus::rb_sys::protect(|| unsafe {
         rb_sys::rb_enc_associate_index(string.as_raw(), index);
         ruby.qnil().as_raw()
