@@ -104,12 +104,20 @@ RSpec.describe "Net::HTTPResponse head parsing (RustyStdlib::NetHttp :response_h
     end
   end
 
-  it "leaves responses with their own add_field to it" do
-    own = Class.new(Net::HTTPOK) { def add_field(key, val) = super("own-#{key}", val) }
+  it "leaves responses with their own add_field, set_field or append_field_value to them" do
+    owns = [
+      Class.new(Net::HTTPOK) { def add_field(key, val) = super("own-#{key}", val) },
+      Class.new(Net::HTTPOK) { private def set_field(key, val) = super(key, "own-#{val}") },
+      Class.new(Net::HTTPOK) { private def append_field_value(ary, val) = super(ary, "own-#{val}") },
+      # Its own #method (as requests have) does not hide the stdlib's add_field.
+      Class.new(Net::HTTPOK) { def method = "GET" },
+    ]
     text = "HTTP/1.1 200 OK\r\nA: 1\r\nA: 2\r\n\r\n"
-    expect_codec_parity do
-      stub_const("Net::HTTPResponse::CODE_TO_OBJ", Net::HTTPResponse::CODE_TO_OBJ.merge("200" => own))
-      read_head(Net::BufferedIO.new(StringIO.new(text.b)))[4]
+    owns.each do |own|
+      expect_codec_parity do
+        stub_const("Net::HTTPResponse::CODE_TO_OBJ", Net::HTTPResponse::CODE_TO_OBJ.merge("200" => own))
+        read_head(Net::BufferedIO.new(StringIO.new(text.b)))[4]
+      end
     end
   end
 

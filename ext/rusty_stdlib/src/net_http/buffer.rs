@@ -156,7 +156,7 @@ pub fn header_block(ruby: &Ruby, sock: Value) -> Result<Option<RArray>, magnus::
 /// `read_new`'s `each_response_header { |k, v| res.add_field k, v }` for a head that is
 /// all in `sock`'s buffer (as `header_block` takes it), on a response whose `@header`
 /// is an exact, empty Hash (a new response's) and whose add_field, set_field and
-/// append_field_value the shim found to be the stdlib's, starting `skip` bytes into the
+/// append_field_value are `field_owner`'s (Net::HTTPHeader's), starting `skip` bytes into the
 /// unread bytes (past the status line): `@header[name.downcase]` gets
 /// `[value]` or has `value` pushed, as those methods do for Strings without CR or LF.
 /// The key is the interned frozen String that Hash#[]= makes of the stdlib's
@@ -167,7 +167,11 @@ pub fn read_head_fields(
     sock: Value,
     response: Value,
     skip: usize,
+    field_owner: Value,
 ) -> Result<Option<usize>, magnus::Error> {
+    if !stock_field_methods(response, field_owner) {
+        return Ok(None);
+    }
     let Some((buffer, offset)) = read_buffer(sock, false) else {
         return Ok(None);
     };
@@ -217,4 +221,29 @@ pub fn read_head_fields(
     })?;
     std::hint::black_box(buffer);
     Ok(Some(skip + block.consumed))
+}
+
+static ID_ADD_FIELD: OnceLock<rb_sys::ID> = OnceLock::new();
+static ID_SET_FIELD: OnceLock<rb_sys::ID> = OnceLock::new();
+static ID_APPEND_FIELD_VALUE: OnceLock<rb_sys::ID> = OnceLock::new();
+static ID_OWNER: OnceLock<rb_sys::ID> = OnceLock::new();
+
+/// Whether `response.method(name).owner` (Kernel#method, as the response class may
+/// define its own `method`) is `owner` for add_field, set_field and append_field_value:
+/// the methods the stdlib's read_new reaches through `res.add_field`. False when
+/// looking one up raises (the stdlib's own call then raises as it would).
+fn stock_field_methods(response: Value, owner: Value) -> bool {
+    let names = [
+        id(&ID_ADD_FIELD, c"add_field"),
+        id(&ID_SET_FIELD, c"set_field"),
+        id(&ID_APPEND_FIELD_VALUE, c"append_field_value"),
+    ];
+    let owner_id = id(&ID_OWNER, c"owner");
+    names.iter().all(|&name| {
+        magnus::rb_sys::protect(|| unsafe {
+            let method = rb_sys::rb_obj_method(response.as_raw(), rb_sys::rb_id2sym(name));
+            rb_sys::rb_funcallv(method, owner_id, 0, std::ptr::null())
+        })
+        .is_ok_and(|found| found == owner.as_raw())
+    })
 }

@@ -45,7 +45,7 @@ pub fn init(_ruby: &Ruby, root: RModule) -> Result<(), Error> {
         function!(buffer::buffered_status_line, 1),
     )?;
     native.define_singleton_method("header_block", function!(buffer::header_block, 1))?;
-    native.define_singleton_method("read_head_fields", function!(buffer::read_head_fields, 3))?;
+    native.define_singleton_method("read_head_fields", function!(buffer::read_head_fields, 4))?;
     native.define_singleton_method("chunked_scan", function!(chunked::chunked_scan, 3))?;
     native.define_singleton_method("chunk_size", function!(response::chunk_size, 1))?;
     Ok(())
