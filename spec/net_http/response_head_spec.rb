@@ -113,7 +113,7 @@ RSpec.describe "Net::HTTPResponse head parsing (RustyStdlib::NetHttp :response_h
       Class.new(Net::HTTPOK) { def method = "GET" },
     ]
     text = "HTTP/1.1 200 OK\r\nA: 1\r\nA: 2\r\n\r\n"
-    owns.each do |own|
+    NetHttpHelper.sample(owns, 2).each do |own|
       expect_codec_parity do
         stub_const("Net::HTTPResponse::CODE_TO_OBJ", Net::HTTPResponse::CODE_TO_OBJ.merge("200" => own))
         read_head(Net::BufferedIO.new(StringIO.new(text.b)))[4]
