@@ -154,14 +154,14 @@ pub fn header_block(ruby: &Ruby, sock: Value) -> Result<Option<RArray>, magnus::
 }
 
 /// `read_new`'s `each_response_header { |k, v| res.add_field k, v }` for a head that is
-/// all in `sock`'s buffer (as `header_block` takes it), on a response whose `@header`
-/// is an exact, empty Hash (a new response's) and whose add_field, set_field and
-/// append_field_value are `field_owner`'s (Net::HTTPHeader's), starting `skip` bytes into the
-/// unread bytes (past the status line): `@header[name.downcase]` gets
-/// `[value]` or has `value` pushed, as those methods do for Strings without CR or LF.
-/// The key is the interned frozen String that Hash#[]= makes of the stdlib's
-/// `key.downcase` (so no downcased copy is made first). Returns how many bytes the head
-/// took, plus `skip` (the shim consumes them), or nil with nothing done.
+/// all in `sock`'s buffer (as `header_block` takes it), starting `skip` bytes into the
+/// unread bytes (past the status line), on a response whose `@header` is an exact,
+/// empty Hash (a new response's) and whose add_field, set_field and append_field_value
+/// are `field_owner`'s (Net::HTTPHeader's): `@header[name.downcase]` gets `[value]` or
+/// has `value` pushed, as those methods do for Strings without CR or LF. The key is the
+/// interned frozen String that Hash#[]= makes of the stdlib's `key.downcase` (so no
+/// downcased copy is made first). Returns how many bytes the head took, plus `skip`
+/// (the shim consumes them), or nil with nothing done.
 pub fn read_head_fields(
     ruby: &Ruby,
     sock: Value,
