@@ -12,7 +12,8 @@ use rusty_core::net_http::header;
 
 use super::ids::id;
 use super::strings::{
-    ascii_compatible, ascii_only, encindex, exact_string, is_exact, new_with_index, usascii_index,
+    ascii_compatible, ascii_only, binary_index, encindex, exact_string, is_exact, new_with_index,
+    usascii_index,
 };
 
 /// `name.to_s.split(/-/).map(&:capitalize).join('-')` for an exact ASCII String, or nil
@@ -36,8 +37,12 @@ pub fn capitalize(ruby: &Ruby, name: Value) -> Result<Option<RString>, Error> {
         let out = std::slice::from_raw_parts_mut(rb_sys::RSTRING_PTR(capitalized) as *mut u8, len);
         header::capitalize_into(string.as_slice(), out);
         // The parts' encoding (ASCII-compatible, as ascii_only checked): a valid index
-        // on an unfrozen String of the same terminator length, which cannot raise.
-        rb_sys::rb_enc_associate_index(capitalized, encindex(string));
+        // on an unfrozen String of the same terminator length, which cannot raise
+        // (rb_str_new's String is binary already).
+        let index = encindex(string);
+        if index != binary_index() {
+            rb_sys::rb_enc_associate_index(capitalized, index);
+        }
         RString::from_value(Value::from_raw(capitalized))
     };
     std::hint::black_box(string);
