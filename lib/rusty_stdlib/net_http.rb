@@ -76,36 +76,34 @@ module RustyStdlib
       # A socket whose only line is one already read, for handing it to the stdlib.
       OneLine = Struct.new(:readline)
 
-      # The stdlib's read_new. When the whole head is in Net::BufferedIO's buffer (see
-      # each_response_header) and the response's add_field, set_field and
-      # append_field_value are the stdlib's, the fields go into the new response's
-      # header Hash natively, as those methods would put them.
+      # The stdlib's read_new. When the status line is in Net::BufferedIO's buffer (no
+      # debug output logs it; the buffer is filled as readline would) and matches, it is
+      # parsed there; when the whole head is too and the response's add_field,
+      # set_field and append_field_value are Net::HTTPHeader's (checked natively), the
+      # fields go into the new response's header Hash natively, as those methods would
+      # put them, and status line and head are consumed at once (a response class
+      # whose initialize raises finds the status line unconsumed). Otherwise each step
+      # is the stdlib's.
       def read_new(sock) # :nodoc:
-        httpv, code, msg = read_status_line(sock)
-        res = response_class(code).new(httpv, code, msg)
-        if sock.instance_of?(Net::BufferedIO) && ResponseHead.stock_fields?(res) &&
-           (fields = Native.header_block(sock))
-          sock.__send__(:rbuf_consume, fields[0])
-          return res if Native.add_fields(res, fields)
-
-          i = 1
-          while i < fields.size
-            res.add_field fields[i], fields[i + 1]
-            i += 2
+        if sock.instance_of?(Net::BufferedIO)
+          # Filled until it holds a line, as readline's readuntil does (with its errors).
+          sock.__send__(:rbuf_fill) while (status = Native.buffered_status_line(sock)) == false
+        end
+        if status
+          res = response_class(status[1]).new(status[0], status[1], status[2])
+          if (consumed = Native.read_head_fields(sock, res, status[3], Net::HTTPHeader))
+            sock.__send__(:rbuf_consume, consumed)
+            return res
           end
-          return res
+          sock.__send__(:rbuf_consume, status[3])
+        else
+          httpv, code, msg = read_status_line(sock)
+          res = response_class(code).new(httpv, code, msg)
         end
         each_response_header(sock) do |k, v|
           res.add_field k, v
         end
         res
-      end
-
-      FIELD_METHODS = %i[add_field set_field append_field_value].freeze
-
-      # Whether `res` adds header fields with the stdlib's own methods.
-      def self.stock_fields?(res)
-        FIELD_METHODS.all? { |name| RequestHead::METHOD.bind_call(res, name).owner.equal?(Net::HTTPHeader) }
       end
 
       private

@@ -74,6 +74,8 @@ RSpec.describe "Net::HTTPHeader header names (RustyStdlib::NetHttp :header_names
     expect_codec_parity { build.call.each_capitalized { |k, _| break k } }
     expect_codec_parity { build.call.each_capitalized { |k, _| raise ArgumentError, k } }
     expect_codec_parity { req = build.call; req.each_capitalized { |k, _| req["new-#{k}"] = "1" } }
+    # Names and joined values are fresh Strings: changing them leaves the header alone.
+    expect_codec_parity { req = build.call; req.each_capitalized { |k, v| k << "!"; v << "!" }; req.to_hash.to_a.flatten }
     expect_codec_parity { req = build.call; req.each_capitalized { |k, _| req.delete("set-cookie") }; req.to_hash.keys }
     expect_codec_parity { catch(:out) { build.call.each_capitalized { |k, v| throw :out, [k, v] } } }
   end
@@ -81,7 +83,10 @@ RSpec.describe "Net::HTTPHeader header names (RustyStdlib::NetHttp :header_names
   it "gives each_capitalized like the stdlib for odd @header contents and own capitalize/join" do
     odd = [{ "int" => 1 }, { "nil" => nil }, { "a" => ["1", 2, :three, nil] }, { "sym" => [:v] },
            { "k" => [Class.new(Array).new(["x"])] }, { "k" => Class.new(Array).new(%w[x y]) },
-           { "e" => ["\u00e9", "\xFF".b] }, { "u16" => ["v".encode("UTF-16LE")] }, { 1 => ["v"] }]
+           { "e" => ["\u00e9", "\xFF".b] }, { "u16" => ["v".encode("UTF-16LE")] }, { 1 => ["v"] },
+           { "sub" => [Class.new(String).new("s")] }, { "frozen" => ["f".freeze] }, { "empty" => [+""] },
+           { "broken" => [(+"\xFF\u00e9").force_encoding("UTF-8")] }, { "sjis" => [(+"\x82\xA0").force_encoding("Shift_JIS")] },
+           { "dummy" => [(+"\x00v").force_encoding("UTF-16")] }, { "long" => ["v" * 300] }]
     NetHttpHelper.sample(odd, 4).each do |headers|
       expect_codec_parity do
         req = Net::HTTP::Get.new("/")

@@ -24,9 +24,11 @@ RSpec.describe "Net::HTTPResponse head parsing (RustyStdlib::NetHttp :response_h
     end
   end
 
+  # Keys: whether each is the interned String (Hash#[]= interns the stdlib's downcased key).
   def read_head(io)
     res = Net::HTTPResponse.read_new(io)
-    [res.class, res.code, res.message, res.http_version, deep(res.to_hash.to_a), res.each_capitalized.to_a]
+    keys = res.instance_variable_get(:@header).keys.map { |k| k.equal?(-k) }
+    [res.class, res.code, res.message, res.http_version, deep(res.to_hash.to_a), res.each_capitalized.to_a, keys]
   end
 
   # log: with set_debug_output (every line read and logged one by one) or without
@@ -102,12 +104,20 @@ RSpec.describe "Net::HTTPResponse head parsing (RustyStdlib::NetHttp :response_h
     end
   end
 
-  it "leaves responses with their own add_field to it" do
-    own = Class.new(Net::HTTPOK) { def add_field(key, val) = super("own-#{key}", val) }
+  it "leaves responses with their own add_field, set_field or append_field_value to them" do
+    owns = [
+      Class.new(Net::HTTPOK) { def add_field(key, val) = super("own-#{key}", val) },
+      Class.new(Net::HTTPOK) { private def set_field(key, val) = super(key, "own-#{val}") },
+      Class.new(Net::HTTPOK) { private def append_field_value(ary, val) = super(ary, "own-#{val}") },
+      # Its own #method (as requests have) does not hide the stdlib's add_field.
+      Class.new(Net::HTTPOK) { def method = "GET" },
+    ]
     text = "HTTP/1.1 200 OK\r\nA: 1\r\nA: 2\r\n\r\n"
-    expect_codec_parity do
-      stub_const("Net::HTTPResponse::CODE_TO_OBJ", Net::HTTPResponse::CODE_TO_OBJ.merge("200" => own))
-      read_head(Net::BufferedIO.new(StringIO.new(text.b)))[4]
+    NetHttpHelper.sample(owns, 2).each do |own|
+      expect_codec_parity do
+        stub_const("Net::HTTPResponse::CODE_TO_OBJ", Net::HTTPResponse::CODE_TO_OBJ.merge("200" => own))
+        read_head(Net::BufferedIO.new(StringIO.new(text.b)))[4]
+      end
     end
   end
 

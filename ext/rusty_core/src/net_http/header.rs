@@ -1,27 +1,38 @@
 //! Header field names, as `Net::HTTPHeader#capitalize` writes them.
 
+/// The length of `capitalize(name)`: `name` without its trailing `-`s (0 when no part
+/// is left).
+pub fn capitalized_len(name: &[u8]) -> usize {
+    name.iter().rposition(|&b| b != b'-').map_or(0, |i| i + 1)
+}
+
+/// Writes `capitalize(name)` into `out`, which is `capitalized_len(name)` bytes long
+/// (so that a caller can write straight into a new string's buffer).
+pub fn capitalize_into(name: &[u8], out: &mut [u8]) {
+    // A part starts after a `-` (or at the start); `-` itself has no case.
+    let mut previous = b'-';
+    for (dest, &b) in out.iter_mut().zip(name) {
+        *dest = if previous == b'-' {
+            b.to_ascii_uppercase()
+        } else {
+            b.to_ascii_lowercase()
+        };
+        previous = b;
+    }
+}
+
 /// `name.split(/-/).map(&:capitalize).join('-')` for an ASCII `name`: each `-`-separated
 /// part with its first byte upper-cased and the rest lower-cased. Like `split`, trailing
 /// empty parts are dropped; `None` when no part is left (Ruby then returns an empty
 /// US-ASCII string from `[].join`). Non-ASCII bytes are copied unchanged, but only ASCII
 /// input matches Ruby's Unicode-aware `String#capitalize`.
 pub fn capitalize(name: &[u8]) -> Option<Vec<u8>> {
-    let end = name.iter().rposition(|&b| b != b'-')? + 1;
-    let mut out = Vec::with_capacity(end);
-    let mut at_start = true;
-    for &b in &name[..end] {
-        if b == b'-' {
-            out.push(b'-');
-            at_start = true;
-        } else {
-            out.push(if at_start {
-                b.to_ascii_uppercase()
-            } else {
-                b.to_ascii_lowercase()
-            });
-            at_start = false;
-        }
+    let len = capitalized_len(name);
+    if len == 0 {
+        return None;
     }
+    let mut out = vec![0; len];
+    capitalize_into(name, &mut out);
     Some(out)
 }
 

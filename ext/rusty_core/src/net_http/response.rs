@@ -1,7 +1,7 @@
 //! Response heads as Net::HTTP (net-http 0.2.0 / 0.4.1) reads them: the status line and
 //! header lines, with MRI's permissive regexps.
 
-use std::ops::Range;
+use std::{borrow::Cow, ops::Range};
 
 /// `\s` of Ruby's regexps on a binary string: space, `\t`, `\n`, `\v`, `\f`, `\r`.
 #[inline]
@@ -177,11 +177,12 @@ pub fn hex_u64(digits: &[u8]) -> Option<u64> {
 
 /// A response's header lines as `each_response_header` yields them: `(name, value)`
 /// with continuation lines folded in, and the bytes they took up (through the line
-/// that ends the head).
+/// that ends the head). Names and unfolded values borrow the buffer; only a value that
+/// continuation lines were folded into is copied.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct HeaderBlock {
+pub struct HeaderBlock<'a> {
     pub consumed: usize,
-    pub fields: Vec<(Vec<u8>, Vec<u8>)>,
+    pub fields: Vec<(&'a [u8], Cow<'a, [u8]>)>,
 }
 
 /// Reads header lines from `buf` up to the (whitespace-only) line that ends the head,
@@ -189,9 +190,9 @@ pub struct HeaderBlock {
 /// (the caller reads more, line by line), at a line the stdlib raises for (no colon),
 /// and when a value holds a CR or LF (Net::HTTPHeader#add_field raises for those while
 /// the stdlib is still reading; the caller's line-by-line path keeps that order).
-pub fn header_block(buf: &[u8]) -> Option<HeaderBlock> {
+pub fn header_block(buf: &[u8]) -> Option<HeaderBlock<'_>> {
     let mut at = 0;
-    let mut fields: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
+    let mut fields: Vec<(&[u8], Cow<'_, [u8]>)> = Vec::with_capacity(16);
     loop {
         let nl = memchr::memchr(b'\n', &buf[at..])?;
         let raw = &buf[at..at + nl + 1];
@@ -203,12 +204,13 @@ pub fn header_block(buf: &[u8]) -> Option<HeaderBlock> {
             // `line[0] == " " or line[0] == "\t" and value`: a value exists once a
             // field has been read.
             Some((_, value)) if line.leading_space || line.leading_tab => {
+                let value = value.to_mut();
                 if !value.is_empty() {
                     value.push(b' ');
                 }
                 value.extend_from_slice(line.stripped);
             }
-            _ => fields.push((line.name?.to_vec(), line.value?.to_vec())),
+            _ => fields.push((line.name?, Cow::Borrowed(line.value?))),
         }
     }
     if fields

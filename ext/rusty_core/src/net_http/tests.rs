@@ -237,11 +237,7 @@ fn header_blocks() {
     let head = b"A: 1\r\nB:2\n folded\r\n\tmore \r\nC:\r\n \r\nrest";
     let block = header_block(head).unwrap();
     assert_eq!(&head[block.consumed..], b"rest");
-    let fields: Vec<(&[u8], &[u8])> = block
-        .fields
-        .iter()
-        .map(|(k, v)| (k.as_slice(), v.as_slice()))
-        .collect();
+    let fields: Vec<(&[u8], &[u8])> = block.fields.iter().map(|(k, v)| (*k, &v[..])).collect();
     assert_eq!(
         fields,
         [

@@ -10,15 +10,20 @@ use magnus::{
     Integer, RArray, RClass, RModule, RString, Ruby, Value,
 };
 use rusty_core::net_http::response;
+use std::sync::OnceLock;
+
+use super::ids::id;
 
 use super::strings::{binary_index, is_exact, new_with_index};
 
-fn ivar(object: Value, name: &std::ffi::CStr) -> Value {
-    // rb_intern of an existing name and rb_ivar_get neither raise nor call Ruby code.
-    unsafe {
-        let id = rb_sys::rb_intern(name.as_ptr());
-        Value::from_raw(rb_sys::rb_ivar_get(object.as_raw(), id))
-    }
+static ID_DEBUG_OUTPUT: OnceLock<rb_sys::ID> = OnceLock::new();
+static ID_RBUF: OnceLock<rb_sys::ID> = OnceLock::new();
+static ID_RBUF_OFFSET: OnceLock<rb_sys::ID> = OnceLock::new();
+static ID_HEADER: OnceLock<rb_sys::ID> = OnceLock::new();
+
+fn ivar(object: Value, cache: &OnceLock<rb_sys::ID>, name: &std::ffi::CStr) -> Value {
+    // rb_intern of a static name and rb_ivar_get neither raise nor call Ruby code.
+    unsafe { Value::from_raw(rb_sys::rb_ivar_get(object.as_raw(), id(cache, name))) }
 }
 
 /// Net::BufferedIO (looked up once net/http is loaded, which installing the pieces
@@ -61,11 +66,11 @@ pub fn read_buffer(sock: Value, logged: bool) -> Option<(RString, usize)> {
     if !is_exact(sock, ruby.get_inner(&BUFFERED_IO)) {
         return None;
     }
-    if !logged && ivar(sock, c"@debug_output").to_bool() {
+    if !logged && ivar(sock, &ID_DEBUG_OUTPUT, c"@debug_output").to_bool() {
         return None;
     }
-    let buffer = RString::from_value(ivar(sock, c"@rbuf"))?;
-    let offset = ivar(sock, c"@rbuf_offset");
+    let buffer = RString::from_value(ivar(sock, &ID_RBUF, c"@rbuf"))?;
+    let offset = ivar(sock, &ID_RBUF_OFFSET, c"@rbuf_offset");
     let offset = if offset.is_nil() {
         0
     } else {
@@ -82,6 +87,47 @@ pub fn line_end(sock: Value) -> Option<usize> {
     bytes.iter().position(|&b| b == b'\n').map(|i| i + 1)
 }
 
+/// `read_status_line`'s `[httpv, code, msg]` plus the bytes the line takes, for a
+/// status line already in `sock`'s buffer (no debug output, so consuming it later is
+/// unobservable) that the stdlib's regexp matches; nil otherwise (the shim then reads
+/// it the stdlib's way, errors included); false when the buffer holds no "\n" yet
+/// (the shim fills it, as `readuntil` would, and asks again). Nothing is consumed here.
+pub fn buffered_status_line(ruby: &Ruby, sock: Value) -> Result<Value, magnus::Error> {
+    let Some((buffer, offset)) = read_buffer(sock, false) else {
+        return Ok(ruby.qnil().as_value());
+    };
+    let bytes = unsafe { &buffer.as_slice()[offset..] };
+    let Some(newline) = bytes.iter().position(|&b| b == b'\n') else {
+        return Ok(ruby.qfalse().as_value());
+    };
+    // `readuntil("\n").chop`: without the "\n", or the "\r\n".
+    let chopped = if newline > 0 && bytes[newline - 1] == b'\r' {
+        newline - 1
+    } else {
+        newline
+    };
+    let line = &bytes[..chopped];
+    let Some(parsed) = response::parse_status_line(line) else {
+        return Ok(ruby.qnil().as_value());
+    };
+    // The captures are made while `line` borrows the buffer: that only allocates, and
+    // `buffer` stays on the stack (pinned) until the black_box below.
+    let capture = |range: Option<std::ops::Range<usize>>| -> Result<Value, magnus::Error> {
+        match range {
+            Some(range) => Ok(new_with_index(ruby, &line[range], binary_index())?.as_value()),
+            None => Ok(ruby.qnil().as_value()),
+        }
+    };
+    let version = capture(parsed.version)?;
+    let code = capture(Some(parsed.code))?;
+    let message = capture(parsed.message)?;
+    let consumed = ruby.integer_from_u64(newline as u64 + 1).as_value();
+    std::hint::black_box(buffer);
+    Ok(ruby
+        .ary_new_from_values(&[version, code, message, consumed])
+        .as_value())
+}
+
 /// `[consumed, name, value, name, value, …]`: the header fields `each_response_header`
 /// would yield, when the whole head is in the buffer and the stdlib would read it
 /// without raising (see rusty_core's `header_block`); nil otherwise. Nothing is
@@ -90,7 +136,9 @@ pub fn header_block(ruby: &Ruby, sock: Value) -> Result<Option<RArray>, magnus::
     let Some((buffer, offset)) = read_buffer(sock, false) else {
         return Ok(None);
     };
-    // Parsed into owned bytes before any Ruby object is made.
+    // The fields borrow the buffer while the Strings are made: that only allocates (no
+    // Ruby code runs to change the buffer), and `buffer` stays on the stack, which
+    // pins it (see the black_box below).
     let block = response::header_block(unsafe { &buffer.as_slice()[offset..] });
     let Some(block) = block else {
         return Ok(None);
@@ -101,38 +149,101 @@ pub fn header_block(ruby: &Ruby, sock: Value) -> Result<Option<RArray>, magnus::
         out.push(new_with_index(ruby, name, binary_index())?)?;
         out.push(new_with_index(ruby, value, binary_index())?)?;
     }
+    std::hint::black_box(buffer);
     Ok(Some(out))
 }
 
-/// Net::HTTPHeader#add_field for each `name, value` of a `header_block` result, on a
-/// response whose `@header` is an exact, empty Hash (a new response's) and whose
-/// add_field, set_field and append_field_value the shim found to be the stdlib's:
-/// `@header[name.downcase]` gets `[value]` or has `value` pushed, the very String
-/// objects, as those methods do for Strings without CR or LF. False (nothing done)
-/// for any other `@header`.
-pub fn add_fields(ruby: &Ruby, response: Value, fields: RArray) -> Result<bool, magnus::Error> {
-    let header = ivar(response, c"@header");
+/// `read_new`'s `each_response_header { |k, v| res.add_field k, v }` for a head that is
+/// all in `sock`'s buffer (as `header_block` takes it), starting `skip` bytes into the
+/// unread bytes (past the status line), on a response whose `@header` is an exact,
+/// empty Hash (a new response's) and whose add_field, set_field and append_field_value
+/// are `field_owner`'s (Net::HTTPHeader's): `@header[name.downcase]` gets `[value]` or
+/// has `value` pushed, as those methods do for Strings without CR or LF. The key is the
+/// interned frozen String that Hash#[]= makes of the stdlib's `key.downcase` (so no
+/// downcased copy is made first). Returns how many bytes the head took, plus `skip`
+/// (the shim consumes them), or nil with nothing done.
+pub fn read_head_fields(
+    ruby: &Ruby,
+    sock: Value,
+    response: Value,
+    skip: usize,
+    field_owner: Value,
+) -> Result<Option<usize>, magnus::Error> {
+    if !stock_field_methods(response, field_owner) {
+        return Ok(None);
+    }
+    let Some((buffer, offset)) = read_buffer(sock, false) else {
+        return Ok(None);
+    };
+    let Some(start) = offset
+        .checked_add(skip)
+        .filter(|&start| start <= buffer.len())
+    else {
+        return Ok(None);
+    };
+    let header = ivar(response, &ID_HEADER, c"@header");
     let Some(hash) = magnus::RHash::from_value(header)
         .filter(|h| is_exact(header, ruby.class_hash()) && h.is_empty())
     else {
-        return Ok(false);
+        return Ok(None);
     };
-    let mut i = 1;
-    while i + 1 < fields.len() {
-        let name: RString = fields.entry(i as isize)?;
-        let value: Value = fields.entry(i as isize + 1)?;
-        let lower = unsafe { name.as_slice() }.to_ascii_lowercase();
-        let key = new_with_index(ruby, &lower, binary_index())?;
-        match hash.get(key) {
-            Some(values) => {
-                let values = RArray::from_value(values).ok_or_else(|| {
-                    magnus::Error::new(ruby.exception_type_error(), "header values not an Array")
-                })?;
-                values.push(value)?;
+    // Borrowed while the Strings are made, as in `header_block`.
+    let Some(block) = response::header_block(unsafe { &buffer.as_slice()[start..] }) else {
+        return Ok(None);
+    };
+    // Every name downcased, end to end (made before the protected calls, which must
+    // not unwind past a value with a destructor).
+    let lower: Vec<u8> = block
+        .fields
+        .iter()
+        .flat_map(|(name, _)| name.iter().map(u8::to_ascii_lowercase))
+        .collect();
+    let hash = hash.as_raw();
+    magnus::rb_sys::protect(|| unsafe {
+        let binary = rb_sys::rb_enc_from_index(binary_index());
+        let undef = rb_sys::Qundef as rb_sys::VALUE;
+        let mut at = 0;
+        for (name, value) in &block.fields {
+            let key =
+                rb_sys::rb_enc_interned_str(lower[at..].as_ptr().cast(), name.len() as _, binary);
+            at += name.len();
+            // A binary String, as the stdlib's `split` of a binary line gives.
+            let value = rb_sys::rb_str_new(value.as_ptr().cast(), value.len() as _);
+            let values = rb_sys::rb_hash_lookup2(hash, key, undef);
+            if values == undef {
+                rb_sys::rb_hash_aset(hash, key, rb_sys::rb_ary_new_from_values(1, &value));
+            } else {
+                // One of the Arrays made above: the Hash was empty.
+                rb_sys::rb_ary_push(values, value);
             }
-            None => hash.aset(key, ruby.ary_new_from_values(&[value]))?,
         }
-        i += 2;
-    }
-    Ok(true)
+        hash
+    })?;
+    std::hint::black_box(buffer);
+    Ok(Some(skip + block.consumed))
+}
+
+static ID_ADD_FIELD: OnceLock<rb_sys::ID> = OnceLock::new();
+static ID_SET_FIELD: OnceLock<rb_sys::ID> = OnceLock::new();
+static ID_APPEND_FIELD_VALUE: OnceLock<rb_sys::ID> = OnceLock::new();
+static ID_OWNER: OnceLock<rb_sys::ID> = OnceLock::new();
+
+/// Whether `response.method(name).owner` (Kernel#method, as the response class may
+/// define its own `method`) is `owner` for add_field, set_field and append_field_value:
+/// the methods the stdlib's read_new reaches through `res.add_field`. False when
+/// looking one up raises (the stdlib's own call then raises as it would).
+fn stock_field_methods(response: Value, owner: Value) -> bool {
+    let names = [
+        id(&ID_ADD_FIELD, c"add_field"),
+        id(&ID_SET_FIELD, c"set_field"),
+        id(&ID_APPEND_FIELD_VALUE, c"append_field_value"),
+    ];
+    let owner_id = id(&ID_OWNER, c"owner");
+    names.iter().all(|&name| {
+        magnus::rb_sys::protect(|| unsafe {
+            let method = rb_sys::rb_obj_method(response.as_raw(), rb_sys::rb_id2sym(name));
+            rb_sys::rb_funcallv(method, owner_id, 0, std::ptr::null())
+        })
+        .is_ok_and(|found| found == owner.as_raw())
+    })
 }

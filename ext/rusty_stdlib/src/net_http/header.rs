@@ -1,6 +1,6 @@
 //! `Net::HTTPHeader#capitalize` (private; `each_capitalized` and request heads use it).
 
-use std::{ffi::CStr, sync::OnceLock};
+use std::sync::OnceLock;
 
 use magnus::{
     prelude::*,
@@ -10,7 +10,11 @@ use magnus::{
 };
 use rusty_core::net_http::header;
 
-use super::strings::{ascii_only, encindex, exact_string, is_exact, new_with_index, usascii_index};
+use super::ids::id;
+use super::strings::{
+    ascii_compatible, ascii_only, binary_index, encindex, exact_string, is_exact, new_with_index,
+    usascii_index,
+};
 
 /// `name.to_s.split(/-/).map(&:capitalize).join('-')` for an exact ASCII String, or nil
 /// for the stdlib (whose `String#capitalize` is Unicode-aware).
@@ -21,12 +25,28 @@ pub fn capitalize(ruby: &Ruby, name: Value) -> Result<Option<RString>, Error> {
     if !ascii_only(string) {
         return Ok(None);
     }
-    let capitalized = header::capitalize(unsafe { string.as_slice() });
-    match capitalized {
-        Some(bytes) => new_with_index(ruby, &bytes, encindex(string)).map(Some),
+    let len = header::capitalized_len(unsafe { string.as_slice() });
+    if len == 0 {
         // `[].join` is an empty US-ASCII string.
-        None => new_with_index(ruby, b"", usascii_index()).map(Some),
+        return new_with_index(ruby, b"", usascii_index()).map(Some);
     }
+    // Written straight into the new String (no Ruby code runs between taking the
+    // pointers and writing); `string` stays on the stack, which pins it.
+    let capitalized = unsafe {
+        let capitalized = rb_sys::rb_str_new(std::ptr::null(), len as _);
+        let out = std::slice::from_raw_parts_mut(rb_sys::RSTRING_PTR(capitalized) as *mut u8, len);
+        header::capitalize_into(string.as_slice(), out);
+        // The parts' encoding (ASCII-compatible, as ascii_only checked): a valid index
+        // on an unfrozen String of the same terminator length, which cannot raise
+        // (rb_str_new's String is binary already).
+        let index = encindex(string);
+        if index != binary_index() {
+            rb_sys::rb_enc_associate_index(capitalized, index);
+        }
+        RString::from_value(Value::from_raw(capitalized))
+    };
+    std::hint::black_box(string);
+    Ok(capitalized)
 }
 
 /// `Net::HTTPHeader#capitalize(name)` as a method of the prepended module: the native
@@ -36,11 +56,6 @@ pub fn capitalize_method(ruby: &Ruby, _rb_self: Value, name: Value) -> Result<Va
         Some(capitalized) => Ok(capitalized.as_value()),
         None => ruby.call_super((name,)),
     }
-}
-
-/// An ID interned once (IDs of static names are never collected).
-fn id(cache: &OnceLock<rb_sys::ID>, name: &CStr) -> rb_sys::ID {
-    *cache.get_or_init(|| unsafe { rb_sys::rb_intern(name.as_ptr()) })
 }
 
 static ID_CAPITALIZE: OnceLock<rb_sys::ID> = OnceLock::new();
@@ -83,7 +98,10 @@ unsafe extern "C" fn walk_pair(
         && Value::from_raw(values).class().as_raw() == walk.array_class
         && rb_sys::rb_method_basic_definition_p(walk.array_class, walk.join) != 0
     {
-        rb_sys::rb_ary_join(values, walk.separator)
+        match single_string(values) {
+            Some(value) => copy_string(value),
+            None => rb_sys::rb_ary_join(values, walk.separator),
+        }
     } else {
         let separator = rb_sys::rb_str_new(c", ".as_ptr(), 2);
         rb_sys::rb_funcallv(values, walk.join, 1, &separator)
@@ -91,6 +109,36 @@ unsafe extern "C" fn walk_pair(
     let pair = [capitalized, joined];
     rb_sys::rb_yield_values2(2, pair.as_ptr());
     rb_sys::st_retval::ST_CONTINUE as _
+}
+
+/// The one element of `array` when that is a String (of any class) in an
+/// ASCII-compatible encoding: what `[value].join` copies, the usual header value.
+/// (Others, e.g. in dummy encodings, keep rb_ary_join, whose copy can differ in
+/// `valid_encoding?`.)
+unsafe fn single_string(array: rb_sys::VALUE) -> Option<rb_sys::VALUE> {
+    if rb_sys::RARRAY_LEN(array) != 1 {
+        return None;
+    }
+    let value = rb_sys::rb_ary_entry(array, 0);
+    let string = RString::from_value(Value::from_raw(value))?;
+    ascii_compatible(string).then_some(value)
+}
+
+/// `[value].join(sep)` for a String `value`: a new String (class String) with its bytes
+/// and encoding, made in one go (rb_ary_join first makes a 63-byte buffer String, then
+/// appends). Only allocates.
+unsafe fn copy_string(value: rb_sys::VALUE) -> rb_sys::VALUE {
+    let len = rb_sys::RSTRING_LEN(value);
+    let copy = rb_sys::rb_str_new(std::ptr::null(), len);
+    // The pointers are taken after the allocation; `value` is still referenced from
+    // the caller's Array.
+    std::ptr::copy_nonoverlapping(
+        rb_sys::RSTRING_PTR(value),
+        rb_sys::RSTRING_PTR(copy) as *mut _,
+        len as usize,
+    );
+    rb_sys::rb_enc_copy(copy, value);
+    copy
 }
 
 /// The enumerator's size, `@header.size` when it is asked (Enumerator#size calls this

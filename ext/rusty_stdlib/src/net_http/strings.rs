@@ -25,8 +25,13 @@ pub fn encindex(string: RString) -> i32 {
 
 /// Whether `string`'s encoding is ASCII-compatible (not UTF-16/32, not a dummy).
 pub fn ascii_compatible(string: RString) -> bool {
+    let index = encindex(string);
+    // The usual three answer without a look at the encoding table.
+    if index == utf8_index() || index == binary_index() || index == usascii_index() {
+        return true;
+    }
     unsafe {
-        let enc = rb_sys::rb_enc_from_index(encindex(string));
+        let enc = rb_sys::rb_enc_from_index(index);
         !enc.is_null() && (*enc).min_enc_len == 1 && rb_sys::rb_enc_dummy_p(enc) == 0
     }
 }
@@ -50,7 +55,11 @@ pub fn encoding_object_index(value: Value) -> Option<i32> {
 
 /// A new String of `bytes` with encoding index `index`.
 pub fn new_with_index(ruby: &Ruby, bytes: &[u8], index: i32) -> Result<RString, Error> {
+    // rb_str_new's String is binary already.
     let string = ruby.str_from_slice(bytes);
+    if index == binary_index() {
+        return Ok(string);
+    }
     magnus::rb_sys::protect(|| unsafe {
         rb_sys::rb_enc_associate_index(string.as_raw(), index);
         ruby.qnil().as_raw()
