@@ -484,8 +484,8 @@ impl Sink for RubySink {
     }
 
     #[inline]
-    fn float(&mut self, text: &[u8]) -> Result<(), Error> {
-        let f = match parse_float_fast(text) {
+    fn float(&mut self, text: &[u8], mantissa_digits: usize) -> Result<(), Error> {
+        let f = match parse_float_fast(text, mantissa_digits) {
             Some(f) => f,
             None => {
                 // Out of range, or too many digits to be sure: Ruby's strtod decides, and
