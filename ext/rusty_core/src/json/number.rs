@@ -1,6 +1,8 @@
 //! Numbers: the C parser's `JSON_float` and `JSON_integer` machines, and fast conversions
 //! for the common cases (the binding falls back to Ruby's own conversion for the rest).
 
+use super::lemire;
+
 /// What the number machines make of the bytes at a `-` or a digit.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum NumberScan {
@@ -18,12 +20,35 @@ fn digit_at(src: &[u8], p: usize) -> bool {
     matches!(src.get(p), Some(b'0'..=b'9'))
 }
 
+/// The first byte at or after `p` that is not an ASCII digit (or the end). Eight bytes
+/// at a time: the digit runs of long numbers (canada.json's 17-digit coordinates) then
+/// cost one branch per word instead of a mispredicted one at each run's end.
 #[inline(always)]
 fn skip_digits(src: &[u8], mut p: usize) -> usize {
+    while p + 8 <= src.len() {
+        let word = u64::from_le_bytes(src[p..p + 8].try_into().unwrap());
+        let others = non_digits(word);
+        if others != 0 {
+            return p + (others.trailing_zeros() / 8) as usize;
+        }
+        p += 8;
+    }
     while digit_at(src, p) {
         p += 1;
     }
     p
+}
+
+/// A mask whose lowest set bit lies in the first (lowest-addressed) byte of `word` that is
+/// not an ASCII digit; 0 when all eight are digits. A digit is 0x30..=0x39: its high
+/// nibble is 3, and adding 6 keeps it 3. Adding 6 can carry into the next byte only from a
+/// byte >= 0xFA, itself no digit, so the first non-digit is always found.
+#[inline(always)]
+fn non_digits(word: u64) -> u64 {
+    const HIGH_NIBBLES: u64 = 0xF0F0_F0F0_F0F0_F0F0;
+    const THREES: u64 = 0x3030_3030_3030_3030;
+    const SIXES: u64 = 0x0606_0606_0606_0606;
+    ((word & HIGH_NIBBLES) ^ THREES) | ((word.wrapping_add(SIXES) & HIGH_NIBBLES) ^ THREES)
 }
 
 /// `'-'? ('0' | [1-9][0-9]*)`: the end of the integer part, or `None`.
@@ -117,8 +142,103 @@ pub fn parse_float_fast(text: &[u8], mantissa_digits: usize) -> Option<f64> {
     if mantissa_digits > 17 {
         return None;
     }
-    // Rust's parser is correctly rounded (Eisel-Lemire, with an exact fallback), as Ruby's
-    // strtod is for up to 17 digits (the fast-float2 crate measured no faster on canada).
+    if let Some((negative, w, q)) = decimal_parts(text) {
+        let magnitude = if w == 0 {
+            Some(0.0)
+        } else if w <= 1 << 53 && (-22..=22).contains(&q) {
+            // Both w and 10^|q| are exact doubles: one IEEE operation rounds correctly.
+            let w = w as f64;
+            Some(if q < 0 {
+                w / POWERS_OF_TEN[(-q) as usize]
+            } else {
+                w * POWERS_OF_TEN[q as usize]
+            })
+        } else {
+            lemire::to_f64_bits(w, q).map(f64::from_bits)
+        };
+        if let Some(m) = magnitude {
+            return Some(if negative { -m } else { m });
+        }
+    }
+    parse_float_std(text)
+}
+
+/// 10^0 to 10^22, the powers of ten a double holds exactly.
+const POWERS_OF_TEN: [f64; 23] = [
+    1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16,
+    1e17, 1e18, 1e19, 1e20, 1e21, 1e22,
+];
+
+/// A float literal of at most 17 mantissa digits as (negative, w, q) with value
+/// `w * 10^q`; `None` for an exponent too long to bother with.
+#[inline(always)]
+fn decimal_parts(text: &[u8]) -> Option<(bool, u64, i64)> {
+    let negative = text[0] == b'-';
+    let (mut w, mut p) = read_digits(text, negative as usize, 0);
+    let mut q: i64 = 0;
+    if text.get(p) == Some(&b'.') {
+        let (fw, end) = read_digits(text, p + 1, w);
+        w = fw;
+        q = -((end - p - 1) as i64);
+        p = end;
+    }
+    if p < text.len() {
+        // [Ee][+-]?[0-9]+
+        p += 1;
+        let exp_negative = text[p] == b'-';
+        if matches!(text[p], b'+' | b'-') {
+            p += 1;
+        }
+        if text.len() - p > 6 {
+            return None;
+        }
+        let (e, _) = read_digits(text, p, 0);
+        q += if exp_negative { -(e as i64) } else { e as i64 };
+    }
+    Some((negative, w, q))
+}
+
+/// Reads the digit run at `p` onto `w` (as `w` followed by those digits; the caller
+/// knows it fits): the new value and the run's end. Eight digits at a time while whole
+/// words are digits.
+#[inline(always)]
+fn read_digits(text: &[u8], mut p: usize, mut w: u64) -> (u64, usize) {
+    while p + 8 <= text.len() {
+        let word = u64::from_le_bytes(text[p..p + 8].try_into().unwrap());
+        if non_digits(word) != 0 {
+            break;
+        }
+        w = w * 100_000_000 + eight_digits(word);
+        p += 8;
+    }
+    while let Some(&d) = text.get(p) {
+        if !d.is_ascii_digit() {
+            break;
+        }
+        w = w * 10 + (d - b'0') as u64;
+        p += 1;
+    }
+    (w, p)
+}
+
+/// The value of eight ASCII digits read as a little-endian word, with three
+/// multiplications (the digit-pair trick Rust's float parser uses).
+#[inline(always)]
+fn eight_digits(word: u64) -> u64 {
+    const MASK: u64 = 0x0000_00FF_0000_00FF;
+    const MUL1: u64 = 0x000F_4240_0000_0064; // 100 + (1000000 << 32)
+    const MUL2: u64 = 0x0000_2710_0000_0001; // 1 + (10000 << 32)
+    let v = word - 0x3030_3030_3030_3030;
+    let v = v * 10 + (v >> 8); // pairs of digits
+    let v1 = (v & MASK).wrapping_mul(MUL1);
+    let v2 = ((v >> 16) & MASK).wrapping_mul(MUL2);
+    (v1.wrapping_add(v2) >> 32) as u32 as u64
+}
+
+/// Rust's own (correctly rounded) conversion, for what [`lemire`] leaves undecided,
+/// with the same limits: no underflow, no overflow, no subnormals.
+#[cold]
+fn parse_float_std(text: &[u8]) -> Option<f64> {
     // SAFETY: the number machine only accepts ASCII.
     let s = unsafe { std::str::from_utf8_unchecked(text) };
     let value: f64 = s.parse().ok()?;

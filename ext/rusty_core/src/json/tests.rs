@@ -180,7 +180,10 @@ fn numbers() {
     assert_eq!(float_fast(b"0e-400"), Some(0.0));
     assert_eq!(float_fast(b"0.000e-400"), Some(0.0));
     assert_eq!(float_fast(b"1.000000000000000000001"), None);
-    assert_eq!(float_fast(b"12345678.123456789"), Some(12_345_678.123_456_79));
+    assert_eq!(
+        float_fast(b"12345678.123456789"),
+        Some(12_345_678.123_456_79)
+    );
     assert_eq!(float_fast(b"12345678.1234567891"), None);
     assert_eq!(float_fast(b"-1.7976931348623157E+308"), Some(-f64::MAX));
 }
@@ -227,6 +230,45 @@ fn float_conversion_is_correctly_rounded() {
         }
         assert!(
             fast.is_none_or(|f| f.to_bits() == expected.to_bits()),
+            "{text}"
+        );
+    }
+    // Doubles printed to 17 digits and nudged by one in the last digit, where an
+    // approximation off by a bit would show; and exact ties between two doubles.
+    for _ in 0..100_000 {
+        let double = f64::from_bits(next());
+        if !double.is_finite() || double.abs() < f64::MIN_POSITIVE {
+            continue;
+        }
+        let printed = format!("{double:.16e}");
+        let (digits, exponent) = printed.split_once('e').unwrap();
+        let last = digits.as_bytes()[digits.len() - 1] - b'0';
+        let nudged = (last as i64 + (next() % 3) as i64 - 1).clamp(0, 9);
+        let text = format!("{}{}e{}", &digits[..digits.len() - 1], nudged, exponent);
+        let expected: f64 = text.parse().unwrap();
+        if expected.is_finite() && expected.abs() >= f64::MIN_POSITIVE {
+            let fast = float_fast(text.as_bytes()).map(f64::to_bits);
+            assert_eq!(fast, Some(expected.to_bits()), "{text}");
+        }
+    }
+    for text in [
+        "9007199254740993.0",
+        "9007199254740995.0",
+        "18014398509481986e0",
+        "18014398509481990e0",
+        "1.7976931348623157e308",
+        "2.2250738585072014e-308",
+        "4.4501477170144023e-308",
+        "3.0000000000000004e-1",
+        "1e22",
+        "1e23",
+        "8.0e-5",
+        "123456789012345.67e-3",
+    ] {
+        let expected: f64 = text.parse().unwrap();
+        assert_eq!(
+            float_fast(text.as_bytes()).map(f64::to_bits),
+            Some(expected.to_bits()),
             "{text}"
         );
     }
