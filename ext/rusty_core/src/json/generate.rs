@@ -725,6 +725,8 @@ mod tests {
     }
 
     #[test]
+    // The literals spell out exact ties on purpose.
+    #[allow(clippy::excessive_precision)]
     fn floats_as_ruby_writes_them() {
         for (f, s) in [
             (0.0, "0.0"),
