@@ -685,6 +685,29 @@ mod tests {
 
     #[test]
     fn integers_as_to_s_writes_them() {
+        for n in [
+            0,
+            -1,
+            9,
+            10,
+            -10,
+            99,
+            100,
+            999,
+            1000,
+            99_999_999,
+            100_000_000,
+            -100_000_001,
+            9_999_999_999_999_999,
+            10_000_000_000_000_000,
+            i64::MAX,
+            i64::MIN,
+            i64::MIN + 1,
+        ] {
+            let mut out = b"x".to_vec();
+            write_i64(n, &mut out);
+            assert_eq!(out, format!("x{n}").as_bytes());
+        }
         let mut seed = 0x2545_F491_4F6C_DD1Du64;
         for i in 0..100_000 {
             let n = (next(&mut seed) as i64) >> (i % 64);
