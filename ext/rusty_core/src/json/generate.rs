@@ -584,6 +584,27 @@ mod tests {
     }
 
     #[test]
+    fn fast_escape_finds_a_special_byte_at_every_offset() {
+        for len in 0..40 {
+            for at in 0..=len {
+                for special in [None, Some(b'"'), Some(b'\\'), Some(b'\n'), Some(b'/')] {
+                    let mut s = vec![b'a'; len];
+                    if let (Some(c), true) = (special, at < len) {
+                        s[at] = c;
+                    }
+                    for slash in [false, true] {
+                        let mut fast = Vec::new();
+                        escape_valid_utf8(&s, slash, &mut fast);
+                        let mut checked = Vec::new();
+                        escape_checked(&s, false, slash, &mut checked).unwrap();
+                        assert_eq!(fast, checked, "{len} {at} {special:?} {slash}");
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
     fn fast_escape_matches_the_checked_one() {
         let pieces: [&str; 12] = [
             "a",
