@@ -171,4 +171,33 @@ RSpec.describe "RustyStdlib::JSON::Parser on random documents" do
                   9007199254740992.0 9007199254740993 18446744073709551616 -9223372036854775809]
     expect_json_parity("[#{numbers.join(',')}]")
   end
+
+  # Up to 17 mantissa digits is where ours converts without Ruby's strtod (canada.json's
+  # 15-17 digit coordinates, doubles printed to 17 digits and nudged by one unit).
+  it "converts random floats of up to 17 digits exactly as Ruby's strtod" do
+    rng = Random.new(1_000_033)
+    floats = Array.new(self.class.count(3000)) do
+      digits = rng.rand(1..9).to_s + Array.new(rng.rand(0..16)) { rng.rand(10) }.join
+      point = rng.rand(1..digits.size)
+      text = "#{digits[0, point]}.#{digits[point..].then { |f| f.empty? ? '0' : f }}"
+      text = "-#{text}" if rng.rand(2).zero?
+      rng.rand(3).zero? ? "#{text}e#{rng.rand(-330..310)}" : text
+    end
+    floats += Array.new(self.class.count(3000)) do
+      double = [rng.bytes(8)].pack("a*").unpack1("D")
+      text = format("%.16e", double)
+      text = text.sub(/(\d)e/) { "#{(Regexp.last_match(1).to_i + rng.rand(-1..1)).clamp(0, 9)}e" }
+      double.finite? ? text : "1.5"
+    end
+    doc = "[#{floats.join(',')}]"
+    # A valid document, not an error (its out-of-range warnings are the parity check's).
+    size = begin
+      saved, $stderr = $stderr, StringIO.new
+      JSONParity::STDLIB.new(doc).parse.size
+    ensure
+      $stderr = saved
+    end
+    expect(size).to eq(floats.size)
+    expect_json_parity(doc)
+  end
 end

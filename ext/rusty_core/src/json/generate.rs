@@ -348,8 +348,20 @@ pub fn write_f64(f: f64, out: &mut Vec<u8>) {
         out.extend_from_slice(if f < 0.0 { b"-Infinity" } else { b"Infinity" });
         return;
     }
+    let mut buffer = ryu::Buffer::new();
+    let text = buffer.format_finite(f).as_bytes();
+    if !may_tie(f) && renders_as_ruby(text) {
+        push_bytes(out, text);
+        return;
+    }
+    write_f64_from_text(f, text, out);
+}
+
+/// [`write_f64`]'s general way: Ryu's digits of `f` (its rendering `text`), corrected for
+/// ties, laid out as Ruby does.
+fn write_f64_from_text(f: f64, text: &[u8], out: &mut Vec<u8>) {
     let mut digits = [0u8; 24];
-    let (negative, ndigits, decpt) = shortest_digits(f, &mut digits);
+    let (negative, ndigits, decpt) = digits_of_text(text, &mut digits);
     if let Some(even) = tie_to_even(f, &digits[..ndigits]) {
         let mut v = even;
         for slot in digits[..ndigits].iter_mut().rev() {
@@ -398,10 +410,46 @@ pub fn write_f64(f: f64, out: &mut Vec<u8>) {
     }
 }
 
+/// Whether Ryu's rendering of a finite double (shortest digits, fixed notation for
+/// decimal exponents -5 < e <= 16) is also Ruby's: fixed notation on both sides, which for
+/// Ruby means at most three zeros after "0." and at most 15 digits before ".0".
+#[inline(always)]
+fn renders_as_ruby(text: &[u8]) -> bool {
+    let body = text.strip_prefix(b"-").unwrap_or(text);
+    let Some(point) = body.iter().position(|&b| b == b'.') else {
+        return false; // "1e16", "1e-7"
+    };
+    let fraction = &body[point + 1..];
+    if fraction.contains(&b'e') {
+        return false;
+    }
+    if body[0] == b'0' {
+        // "0.0", or "0.000ddd" with fewer than four zeros.
+        return fraction == b"0" || fraction.iter().take(4).any(|&b| b != b'0');
+    }
+    fraction != b"0" || point <= 15
+}
+
+/// Whether `f` might be a tie that Ruby breaks differently from Ryu (see [`tie_to_even`]):
+/// only a double with between 1 and 27 binary places after the point can be (an integral
+/// double's exact digits ending in 5 are all needed to round-trip it: no shorter tie).
+#[inline(always)]
+fn may_tie(f: f64) -> bool {
+    let bits = f.to_bits();
+    let raw_exp = ((bits >> 52) & 0x7ff) as i32;
+    let frac = bits & ((1u64 << 52) - 1);
+    let (m, e) = if raw_exp == 0 {
+        (frac, -1074)
+    } else {
+        (frac | (1u64 << 52), raw_exp - 1075)
+    };
+    m != 0 && (-27..=-1).contains(&(e + m.trailing_zeros() as i32))
+}
+
 /// The shortest digits that round-trip to finite `f` (Ryu), as Ruby's dtoa mode 0 gives
 /// them: `(negative, number of digits, decpt)` with `f = ±0.DIGITS × 10^decpt`, no
 /// leading or trailing zero digits (zero is the single digit `0` with decpt 1).
-#[inline]
+#[cfg(test)]
 fn shortest_digits(f: f64, digits: &mut [u8; 24]) -> (bool, usize, i32) {
     let mut buffer = ryu::Buffer::new();
     digits_of_text(buffer.format_finite(f).as_bytes(), digits)
@@ -536,6 +584,27 @@ mod tests {
     }
 
     #[test]
+    fn fast_escape_finds_a_special_byte_at_every_offset() {
+        for len in 0..40 {
+            for at in 0..=len {
+                for special in [None, Some(b'"'), Some(b'\\'), Some(b'\n'), Some(b'/')] {
+                    let mut s = vec![b'a'; len];
+                    if let (Some(c), true) = (special, at < len) {
+                        s[at] = c;
+                    }
+                    for slash in [false, true] {
+                        let mut fast = Vec::new();
+                        escape_valid_utf8(&s, slash, &mut fast);
+                        let mut checked = Vec::new();
+                        escape_checked(&s, false, slash, &mut checked).unwrap();
+                        assert_eq!(fast, checked, "{len} {at} {special:?} {slash}");
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
     fn fast_escape_matches_the_checked_one() {
         let pieces: [&str; 12] = [
             "a",
@@ -637,6 +706,29 @@ mod tests {
 
     #[test]
     fn integers_as_to_s_writes_them() {
+        for n in [
+            0,
+            -1,
+            9,
+            10,
+            -10,
+            99,
+            100,
+            999,
+            1000,
+            99_999_999,
+            100_000_000,
+            -100_000_001,
+            9_999_999_999_999_999,
+            10_000_000_000_000_000,
+            i64::MAX,
+            i64::MIN,
+            i64::MIN + 1,
+        ] {
+            let mut out = b"x".to_vec();
+            write_i64(n, &mut out);
+            assert_eq!(out, format!("x{n}").as_bytes());
+        }
         let mut seed = 0x2545_F491_4F6C_DD1Du64;
         for i in 0..100_000 {
             let n = (next(&mut seed) as i64) >> (i % 64);
@@ -649,6 +741,36 @@ mod tests {
     // The ties are written exactly (x.25, x.625): their shortest text is what is tested.
     #[allow(clippy::excessive_precision)]
     #[test]
+    fn ryu_text_copied_only_where_ruby_writes_the_same() {
+        let mut seed = 0x1234_5678_9abc_def1u64;
+        let mut checked = 0;
+        for i in 0..300_000 {
+            let r = next(&mut seed);
+            let f = match i % 3 {
+                0 => f64::from_bits(r),
+                // Decimal-looking values across Ruby's notation boundaries.
+                1 => (r % 100_000_000) as f64 / 10f64.powi((r >> 40) as i32 % 24 - 4),
+                _ => (r >> 11) as f64 * 10f64.powi((r % 40) as i32 - 30),
+            };
+            if !f.is_finite() {
+                continue;
+            }
+            let mut buffer = ryu::Buffer::new();
+            let text = buffer.format_finite(f).as_bytes();
+            if may_tie(f) || !renders_as_ruby(text) {
+                continue;
+            }
+            let mut general = Vec::new();
+            write_f64_from_text(f, text, &mut general);
+            assert_eq!(text, &general[..], "{f:?}");
+            checked += 1;
+        }
+        assert!(checked > 50_000, "{checked}");
+    }
+
+    #[test]
+    // The literals spell out exact ties on purpose.
+    #[allow(clippy::excessive_precision)]
     fn floats_as_ruby_writes_them() {
         for (f, s) in [
             (0.0, "0.0"),

@@ -17,8 +17,10 @@
 //! and the byte offset where the message's excerpt starts.
 
 mod generate;
+mod lemire;
 mod number;
 mod parser;
+mod pow5_table;
 mod string;
 
 pub use generate::{

@@ -1,11 +1,14 @@
 //! Numbers: the C parser's `JSON_float` and `JSON_integer` machines, and fast conversions
 //! for the common cases (the binding falls back to Ruby's own conversion for the rest).
 
+use super::lemire;
+
 /// What the number machines make of the bytes at a `-` or a digit.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum NumberScan {
-    /// A float literal ending before `end`.
-    Float(usize),
+    /// A float literal ending before `end`, with this many mantissa digits (before any
+    /// exponent), which decides whether [`parse_float_fast`] may convert it.
+    Float(usize, usize),
     /// An integer literal ending before `end`.
     Integer(usize),
     /// Neither machine accepts it; the value is empty and the caller fails at `start`.
@@ -17,12 +20,35 @@ fn digit_at(src: &[u8], p: usize) -> bool {
     matches!(src.get(p), Some(b'0'..=b'9'))
 }
 
+/// The first byte at or after `p` that is not an ASCII digit (or the end). Eight bytes
+/// at a time: the digit runs of long numbers (canada.json's 17-digit coordinates) then
+/// cost one branch per word instead of a mispredicted one at each run's end.
 #[inline(always)]
 fn skip_digits(src: &[u8], mut p: usize) -> usize {
+    while p + 8 <= src.len() {
+        let word = u64::from_le_bytes(src[p..p + 8].try_into().unwrap());
+        let others = non_digits(word);
+        if others != 0 {
+            return p + (others.trailing_zeros() / 8) as usize;
+        }
+        p += 8;
+    }
     while digit_at(src, p) {
         p += 1;
     }
     p
+}
+
+/// A mask whose lowest set bit lies in the first (lowest-addressed) byte of `word` that is
+/// not an ASCII digit; 0 when all eight are digits. A digit is 0x30..=0x39: its high
+/// nibble is 3, and adding 6 keeps it 3. Adding 6 can carry into the next byte only from a
+/// byte >= 0xFA, itself no digit, so the first non-digit is always found.
+#[inline(always)]
+fn non_digits(word: u64) -> u64 {
+    const HIGH_NIBBLES: u64 = 0xF0F0_F0F0_F0F0_F0F0;
+    const THREES: u64 = 0x3030_3030_3030_3030;
+    const SIXES: u64 = 0x0606_0606_0606_0606;
+    ((word & HIGH_NIBBLES) ^ THREES) | ((word.wrapping_add(SIXES) & HIGH_NIBBLES) ^ THREES)
 }
 
 /// `'-'? ('0' | [1-9][0-9]*)`: the end of the integer part, or `None`.
@@ -45,11 +71,14 @@ pub fn scan_number(src: &[u8], start: usize) -> NumberScan {
     let Some(int_end) = int_part(src, start) else {
         return NumberScan::Invalid;
     };
-    if let Some(end) = float_tail(src, int_end) {
+    if let Some((end, fraction_digits)) = float_tail(src, int_end) {
         // The float must not be followed by any of [0-9Ee.-].
         match src.get(end) {
             Some(b'0'..=b'9' | b'E' | b'e' | b'.' | b'-') => {}
-            _ => return NumberScan::Float(end),
+            _ => {
+                let int_digits = int_end - start - (src[start] == b'-') as usize;
+                return NumberScan::Float(end, int_digits + fraction_digits);
+            }
         }
     }
     if digit_at(src, int_end) {
@@ -59,23 +88,22 @@ pub fn scan_number(src: &[u8], start: usize) -> NumberScan {
     NumberScan::Integer(int_end)
 }
 
-/// `'.' [0-9]+ ([Ee] [+-]? [0-9]+)? | [Ee] [+-]? [0-9]+` after the integer part.
+/// `'.' [0-9]+ ([Ee] [+-]? [0-9]+)? | [Ee] [+-]? [0-9]+` after the integer part: its
+/// end, and how many fraction digits it has.
 #[inline(always)]
-fn float_tail(src: &[u8], int_end: usize) -> Option<usize> {
+fn float_tail(src: &[u8], int_end: usize) -> Option<(usize, usize)> {
     let mut p = int_end;
-    let mut exponent_allowed = true;
+    let mut fraction_digits = 0;
     if src.get(p) == Some(&b'.') {
         if !digit_at(src, p + 1) {
             return None;
         }
         p = skip_digits(src, p + 1);
+        fraction_digits = p - int_end - 1;
         if !matches!(src.get(p), Some(b'e' | b'E')) {
-            return Some(p);
+            return Some((p, fraction_digits));
         }
     } else if !matches!(src.get(p), Some(b'e' | b'E')) {
-        exponent_allowed = false;
-    }
-    if !exponent_allowed {
         return None;
     }
     p += 1; // the E
@@ -85,7 +113,7 @@ fn float_tail(src: &[u8], int_end: usize) -> Option<usize> {
     if !digit_at(src, p) {
         return None;
     }
-    Some(skip_digits(src, p))
+    Some((skip_digits(src, p), fraction_digits))
 }
 
 /// An integer literal of at most 18 digits (always a Fixnum), or `None`.
@@ -105,39 +133,129 @@ pub fn parse_int_fast(text: &[u8]) -> Option<i64> {
     Some(if negative { -value } else { value })
 }
 
-/// A float literal converted exactly as Ruby's `strtod` does, for literals where that is
-/// certain: at most 17 mantissa digits and a normal, finite result. `None` otherwise
-/// (the binding then asks Ruby, which also prints its "out of range" warnings).
+/// A float literal ([`NumberScan::Float`]'s text and mantissa digit count) converted
+/// exactly as Ruby's `strtod` does, for literals where that is certain: at most 17
+/// mantissa digits and a normal, finite result. `None` otherwise (the binding then asks
+/// Ruby, which also prints its "out of range" warnings).
 #[inline]
-pub fn parse_float_fast(text: &[u8]) -> Option<f64> {
-    // One pass: the mantissa's digits (before any exponent), whether one is nonzero,
-    // and that the text is ASCII (the number machines only accept ASCII).
-    let mut mantissa_digits = 0;
-    let mut nonzero_mantissa = false;
-    let mut in_exponent = false;
-    for &b in text {
-        match b {
-            b'0'..=b'9' if !in_exponent => {
-                mantissa_digits += 1;
-                nonzero_mantissa |= b != b'0';
-            }
-            b'e' | b'E' => in_exponent = true,
-            0x80..=0xff => return None,
-            _ => {}
-        }
-    }
+pub fn parse_float_fast(text: &[u8], mantissa_digits: usize) -> Option<f64> {
     if mantissa_digits > 17 {
         return None;
     }
-    // SAFETY: every byte is ASCII (checked above), so this is valid UTF-8.
+    if let Some((negative, w, q)) = decimal_parts(text) {
+        let magnitude = if w == 0 {
+            Some(0.0)
+        } else if w <= 1 << 53 && (-22..=22).contains(&q) {
+            // Both w and 10^|q| are exact doubles: one IEEE operation rounds correctly.
+            let w = w as f64;
+            Some(if q < 0 {
+                w / POWERS_OF_TEN[(-q) as usize]
+            } else {
+                w * POWERS_OF_TEN[q as usize]
+            })
+        } else {
+            lemire::to_f64_bits(w, q).map(f64::from_bits)
+        };
+        if let Some(m) = magnitude {
+            return Some(if negative { -m } else { m });
+        }
+    }
+    parse_float_std(text)
+}
+
+/// 10^0 to 10^22, the powers of ten a double holds exactly.
+const POWERS_OF_TEN: [f64; 23] = [
+    1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16,
+    1e17, 1e18, 1e19, 1e20, 1e21, 1e22,
+];
+
+/// A float literal of at most 17 mantissa digits as (negative, w, q) with value
+/// `w * 10^q`; `None` for an exponent too long to bother with.
+#[inline(always)]
+fn decimal_parts(text: &[u8]) -> Option<(bool, u64, i64)> {
+    let negative = text[0] == b'-';
+    let (mut w, mut p) = read_digits(text, negative as usize, 0);
+    let mut q: i64 = 0;
+    if text.get(p) == Some(&b'.') {
+        let (fw, end) = read_digits(text, p + 1, w);
+        w = fw;
+        q = -((end - p - 1) as i64);
+        p = end;
+    }
+    if p < text.len() {
+        // [Ee][+-]?[0-9]+
+        p += 1;
+        let exp_negative = text[p] == b'-';
+        if matches!(text[p], b'+' | b'-') {
+            p += 1;
+        }
+        if text.len() - p > 6 {
+            return None;
+        }
+        let (e, _) = read_digits(text, p, 0);
+        q += if exp_negative { -(e as i64) } else { e as i64 };
+    }
+    Some((negative, w, q))
+}
+
+/// Reads the digit run at `p` onto `w` (as `w` followed by those digits; the caller
+/// knows it fits): the new value and the run's end. Eight digits at a time while whole
+/// words are digits.
+#[inline(always)]
+fn read_digits(text: &[u8], mut p: usize, mut w: u64) -> (u64, usize) {
+    while p + 8 <= text.len() {
+        let word = u64::from_le_bytes(text[p..p + 8].try_into().unwrap());
+        if non_digits(word) != 0 {
+            break;
+        }
+        w = w * 100_000_000 + eight_digits(word);
+        p += 8;
+    }
+    while let Some(&d) = text.get(p) {
+        if !d.is_ascii_digit() {
+            break;
+        }
+        w = w * 10 + (d - b'0') as u64;
+        p += 1;
+    }
+    (w, p)
+}
+
+/// The value of eight ASCII digits read as a little-endian word, with three
+/// multiplications (the digit-pair trick Rust's float parser uses).
+#[inline(always)]
+fn eight_digits(word: u64) -> u64 {
+    const MASK: u64 = 0x0000_00FF_0000_00FF;
+    const MUL1: u64 = 0x000F_4240_0000_0064; // 100 + (1000000 << 32)
+    const MUL2: u64 = 0x0000_2710_0000_0001; // 1 + (10000 << 32)
+    let v = word - 0x3030_3030_3030_3030;
+    let v = v * 10 + (v >> 8); // pairs of digits
+    let v1 = (v & MASK).wrapping_mul(MUL1);
+    let v2 = ((v >> 16) & MASK).wrapping_mul(MUL2);
+    (v1.wrapping_add(v2) >> 32) as u32 as u64
+}
+
+/// Rust's own (correctly rounded) conversion, for what [`lemire`] leaves undecided,
+/// with the same limits: no underflow, no overflow, no subnormals.
+#[cold]
+fn parse_float_std(text: &[u8]) -> Option<f64> {
+    // SAFETY: the number machine only accepts ASCII.
     let s = unsafe { std::str::from_utf8_unchecked(text) };
     let value: f64 = s.parse().ok()?;
     if !value.is_finite() || (value != 0.0 && value.abs() < f64::MIN_POSITIVE) {
         return None;
     }
-    if value == 0.0 && nonzero_mantissa {
+    if value == 0.0 && nonzero_mantissa(text) {
         // Underflow to zero ("1e-400"); "0e5" style inputs are still an exact zero.
         return None;
     }
     Some(value)
+}
+
+/// Whether a digit before the exponent is not 0.
+#[cold]
+fn nonzero_mantissa(text: &[u8]) -> bool {
+    text.iter()
+        .take_while(|&&b| b != b'e' && b != b'E')
+        .any(|b| (b'1'..=b'9').contains(b))
 }

@@ -37,7 +37,8 @@ pub trait Sink {
     fn nan(&mut self) -> Result<(), Self::Error>;
     fn infinity(&mut self, negative: bool) -> Result<(), Self::Error>;
     fn integer(&mut self, text: &[u8]) -> Result<(), Self::Error>;
-    fn float(&mut self, text: &[u8]) -> Result<(), Self::Error>;
+    /// A float literal and its count of mantissa digits (see `parse_float_fast`).
+    fn float(&mut self, text: &[u8], mantissa_digits: usize) -> Result<(), Self::Error>;
     fn string(&mut self, bytes: &[u8], key: bool) -> Result<(), Self::Error>;
     fn array(&mut self, len: usize) -> Result<(), Self::Error>;
     fn object(&mut self, pairs: usize) -> Result<(), Self::Error>;
@@ -384,7 +385,7 @@ fn read_value<S: Sink>(
             }
             match scan_number(src, p) {
                 NumberScan::Integer(end) => sunk(sink.integer(&src[p..end]), end),
-                NumberScan::Float(end) => sunk(sink.float(&src[p..end]), end),
+                NumberScan::Float(end, digits) => sunk(sink.float(&src[p..end], digits), end),
                 NumberScan::Invalid => Ok(Read::Failed(p)),
             }
         }

@@ -25,7 +25,7 @@ use magnus::{
 use rb_sys::{ruby_coderange_type, ruby_value_type, VALUE};
 use rusty_core::json as core;
 
-use crate::helpers::raw::flags;
+use crate::helpers::raw::{flags, set_encoding_index};
 
 /// The layout strings; `None` is the gem's NULL pointer.
 #[derive(Clone, Debug)]
@@ -42,20 +42,23 @@ struct Config {
     buffer_initial_length: i64,
 }
 
+/// A new State's layout: what `JSON.generate(obj)` without options writes with.
+const DEFAULT_CONFIG: Config = Config {
+    indent: None,
+    space: None,
+    space_before: None,
+    object_nl: None,
+    array_nl: None,
+    allow_nan: false,
+    ascii_only: false,
+    escape_slash: false,
+    max_nesting: 100,
+    buffer_initial_length: 1024,
+};
+
 impl Default for Config {
     fn default() -> Self {
-        Config {
-            indent: None,
-            space: None,
-            space_before: None,
-            object_nl: None,
-            array_nl: None,
-            allow_nan: false,
-            ascii_only: false,
-            escape_slash: false,
-            max_nesting: 100,
-            buffer_initial_length: 1024,
-        }
+        DEFAULT_CONFIG
     }
 }
 
@@ -426,15 +429,18 @@ impl State {
 struct Gen<'s> {
     state_value: Value,
     state: &'s State,
-    cfg: Config,
+    /// The state's layout, copied at the start as the gem does (borrowed when it is the
+    /// default one, which saves the copy on the option-less path).
+    cfg: Cow<'s, Config>,
     object_delim2: Cow<'static, [u8]>,
     array_delim: Cow<'static, [u8]>,
     out: Vec<u8>,
     utf8: i32,
     usascii: i32,
     /// Whether `Float#to_s` was redefined: the gem calls it for every Float, we write the
-    /// same text ourselves unless someone changed what it says.
-    float_to_s_redefined: bool,
+    /// same text ourselves unless someone changed what it says. Looked up at the first
+    /// Float (a method lookup that documents without Floats need not pay).
+    float_to_s_redefined: Option<bool>,
     /// How many Hashes are being walked without `protect` around `rb_hash_foreach` (see
     /// [`Gen::object`]); while above 0, no Ruby code may run and no error is made.
     unprotected: u32,
@@ -449,12 +455,14 @@ impl<'s> Gen<'s> {
     /// `cState_prepare_buffer`.
     fn new(state_value: Value) -> Result<Gen<'s>, Error> {
         let state = get_state(state_value)?;
-        Ok(Gen::with_state(state_value, state))
+        let cfg = Cow::Owned(state.config.borrow().clone());
+        Ok(Gen::with_state(state_value, state, cfg))
     }
 
-    /// A generation with `state`'s layout; `state_value` is what a `#to_json` is given.
-    fn with_state(state_value: Value, state: &'s State) -> Gen<'s> {
-        let cfg = state.config.borrow().clone();
+    /// A generation with layout `cfg`; `state_value` is what a `#to_json` is given.
+    /// Inlined so that the large `Gen` is built in place rather than copied out.
+    #[inline(always)]
+    fn with_state(state_value: Value, state: &'s State, cfg: Cow<'s, Config>) -> Gen<'s> {
         // The compact layout's delimiters need no allocation.
         let object_delim2 = match (&cfg.space_before, &cfg.space) {
             (None, None) => Cow::Borrowed(&b":"[..]),
@@ -483,9 +491,7 @@ impl<'s> Gen<'s> {
             out: spare_buffer(capacity),
             utf8: unsafe { rb_sys::rb_utf8_encindex() },
             usascii: unsafe { rb_sys::rb_usascii_encindex() },
-            float_to_s_redefined: unsafe {
-                rb_sys::rb_method_basic_definition_p(rb_sys::rb_cFloat, to_s_id()) == 0
-            },
+            float_to_s_redefined: None,
             unprotected: 0,
             retry: false,
             unprotected_ok: true,
@@ -493,9 +499,10 @@ impl<'s> Gen<'s> {
     }
 
     /// `fbuffer_to_s`: a UTF-8 String of the output.
-    fn finish(self, _ruby: &Ruby) -> RString {
+    fn finish(&self, _ruby: &Ruby) -> RString {
         let out = &self.out;
-        let raw = unsafe { rb_sys::rb_utf8_str_new(out.as_ptr() as *const _, out.len() as _) };
+        let raw = unsafe { rb_sys::rb_str_new(out.as_ptr() as *const _, out.len() as _) };
+        set_encoding_index(raw, self.utf8);
         RString::from_value(unsafe { Value::from_raw(raw) }).expect("a String")
     }
 }
@@ -540,7 +547,11 @@ impl Drop for Gen<'_> {
 /// State; nil then tells the shim to take the gem's way (`State.new.generate(obj)`).
 fn try_generate(ruby: &Ruby, obj: Value) -> Result<Value, Error> {
     let scratch = State::default();
-    let mut gen = Gen::with_state(ruby.qnil().as_value(), &scratch);
+    let mut gen = Gen::with_state(
+        ruby.qnil().as_value(),
+        &scratch,
+        Cow::Borrowed(&DEFAULT_CONFIG),
+    );
     gen.unprotected = 1;
     match gen.value(ruby, obj) {
         Ok(()) => Ok(gen.finish(ruby).as_value()),
@@ -628,10 +639,13 @@ impl Gen<'_> {
 
     fn float(&mut self, ruby: &Ruby, obj: Value) -> Result<(), Error> {
         let f = Float::from_value(obj).expect("a Float").to_f64();
-        if self.float_to_s_redefined || (!f.is_finite() && !self.cfg.allow_nan) {
+        let to_s_redefined = *self.float_to_s_redefined.get_or_insert_with(|| unsafe {
+            rb_sys::rb_method_basic_definition_p(rb_sys::rb_cFloat, to_s_id()) == 0
+        });
+        if to_s_redefined || (!f.is_finite() && !self.cfg.allow_nan) {
             self.ruby_needed(ruby)?;
         }
-        let redefined: Option<RString> = if self.float_to_s_redefined {
+        let redefined: Option<RString> = if to_s_redefined {
             Some(obj.funcall("to_s", ())?)
         } else {
             None

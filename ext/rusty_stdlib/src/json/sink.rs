@@ -12,6 +12,8 @@ use magnus::{gc::Marker, rb_sys::FromRawValue, DataTypeFunctions, Error, Ruby, T
 use rb_sys::VALUE;
 use rusty_core::json::{parse_float_fast, parse_int_fast, Sink};
 
+use crate::helpers::raw::set_encoding_index;
+
 /// Slots of the [`KeyCache`] (a power of two): enough that the few hundred distinct keys
 /// of a large document rarely evict each other.
 const KEY_CACHE_SLOTS: usize = 1024;
@@ -153,6 +155,7 @@ pub struct RubySink {
     locked: bool,
     flavour: Flavour,
     utf8: *mut rb_sys::rb_encoding,
+    utf8_index: i32,
     /// With `create_additions`: the create_id key (kept alive by the parser object) and
     /// the JSON module.
     additions: Option<(VALUE, VALUE)>,
@@ -242,6 +245,7 @@ impl RubySink {
             locked: false,
             flavour,
             utf8: unsafe { rb_sys::rb_utf8_encoding() },
+            utf8_index: unsafe { rb_sys::rb_utf8_encindex() },
             additions,
             cstr: Vec::new(),
             plain: false,
@@ -340,7 +344,11 @@ impl RubySink {
         if self.flavour.freeze {
             unsafe { rb_sys::rb_enc_interned_str(ptr, len, self.utf8) }
         } else {
-            unsafe { rb_sys::rb_utf8_str_new(ptr, len) }
+            // As rb_utf8_str_new, without rb_enc_associate_index's checks on a String
+            // that is binary until the next line.
+            let s = unsafe { rb_sys::rb_str_new(ptr, len) };
+            set_encoding_index(s, self.utf8_index);
+            s
         }
     }
 
@@ -484,8 +492,8 @@ impl Sink for RubySink {
     }
 
     #[inline]
-    fn float(&mut self, text: &[u8]) -> Result<(), Error> {
-        let f = match parse_float_fast(text) {
+    fn float(&mut self, text: &[u8], mantissa_digits: usize) -> Result<(), Error> {
+        let f = match parse_float_fast(text, mantissa_digits) {
             Some(f) => f,
             None => {
                 // Out of range, or too many digits to be sure: Ruby's strtod decides, and
