@@ -37,7 +37,7 @@ use super::hooks;
 use super::ids::{self, ids};
 use super::key_cache::KeyCache;
 use super::proc_load;
-use crate::helpers::raw::class_of;
+use crate::helpers::raw::{class_of, set_encoding_index};
 
 const MAX_DEPTH: u32 = 1000;
 
@@ -286,16 +286,6 @@ fn core_hashing(klass: VALUE) -> bool {
         rb_sys::rb_method_basic_definition_p(klass, ids.hash) != 0
             && rb_sys::rb_method_basic_definition_p(klass, ids.eql_p) != 0
     }
-}
-
-/// ENCODING_SET_INLINED for the UTF-8 and US-ASCII indexes (always below
-/// ENCODING_INLINE_MAX) on a new String, whose encoding bits are binary's 0.
-#[inline]
-fn set_encoding_index(s: VALUE, idx: c_int) {
-    const SHIFT: u32 = rb_sys::ruby_encoding_consts::RUBY_ENCODING_SHIFT as u32;
-    const MASK: VALUE = rb_sys::ruby_encoding_consts::RUBY_ENCODING_MASK as VALUE;
-    let basic = s as *mut rb_sys::RBasic;
-    unsafe { (*basic).flags = ((*basic).flags & !MASK) | (((idx as VALUE) << SHIFT) & MASK) };
 }
 
 fn is_bignum(v: VALUE) -> bool {
