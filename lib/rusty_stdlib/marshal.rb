@@ -16,7 +16,8 @@ module RustyStdlib
   # A module prepended to Marshal's singleton class tries the native code first; it
   # answers only when the whole call is within what it supports, otherwise the stdlib
   # handles the whole call (other classes such as Data, raised exceptions' backtraces,
-  # singletons with methods, objects extended with modules that have prepends,
+  # singletons with methods (on Ruby 3.1 any singleton class without a dump hook, see
+  # README), objects extended with modules that have prepends,
   # a load proc with records other than nil, true, false, numbers, Strings, Symbols,
   # Arrays and Hashes, dumping objects with dump hooks to an IO, classes that would need
   # an autoload, unusual or malformed bytes).

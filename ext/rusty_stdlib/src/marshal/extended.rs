@@ -54,10 +54,12 @@ unsafe extern "C" fn count_class_ivar(
     rb_sys::st_retval::ST_CONTINUE as c_int
 }
 
-/// Whether MRI's `SINGLETON_DUMP_UNABLE_P` is false for `singleton`: no instance
-/// variables (class variables count too) and no methods of its own. Methods are counted
-/// with `instance_methods(false)` and `private_instance_methods(false)`, which list the
-/// method table minus `undef_method` entries (the one case this misses).
+/// Whether MRI's `SINGLETON_DUMP_UNABLE_P` is known to be false for `singleton`: no
+/// instance variables (class variables count too) and an empty method table. Methods are
+/// counted with `instance_methods(false)` and `private_instance_methods(false)`, which
+/// leave `undef_method` entries out; those are counted by `undefined_instance_methods`
+/// (Ruby 3.2+). Ruby 3.1 has no way to list them, so there the answer is false and the
+/// stdlib dumps the object (or raises "singleton can't be dumped", as it decides).
 pub fn singleton_is_bare(singleton: VALUE) -> bool {
     let mut ivars = 0usize;
     unsafe {
@@ -77,6 +79,23 @@ pub fn singleton_is_bare(singleton: VALUE) -> bool {
         rb_sys::LONG2FIX(rb_sys::RARRAY_LEN(public) + rb_sys::RARRAY_LEN(private))
     });
     matches!(counted, Ok(n) if unsafe { rb_sys::FIX2LONG(n) } == 0)
+        && no_undefined_methods(singleton)
+}
+
+/// Whether `singleton`'s method table has no `undef_method` entries, when Ruby can tell.
+fn no_undefined_methods(singleton: VALUE) -> bool {
+    static LISTER: OnceLock<Option<ID>> = OnceLock::new();
+    let lister = LISTER.get_or_init(|| unsafe {
+        let id = rb_sys::rb_intern(c"undefined_instance_methods".as_ptr());
+        (rb_sys::rb_method_boundp(rb_sys::rb_cModule, id, 0) != 0).then_some(id)
+    });
+    let Some(id) = *lister else {
+        return false;
+    };
+    let listed = magnus::rb_sys::protect(|| unsafe {
+        rb_sys::rb_funcallv(singleton, id, 0, std::ptr::null())
+    });
+    matches!(listed, Ok(list) if unsafe { rb_sys::RB_TYPE_P(list, T::RUBY_T_ARRAY) && rb_sys::RARRAY_LEN(list) == 0 })
 }
 
 /// Whether `module` has nothing prepended to it (its ancestors start with itself), so
