@@ -367,12 +367,9 @@ unsafe extern "C" fn count_ivar(id: rb_sys::ID, _value: VALUE, arg: rb_sys::st_d
     rb_sys::st_retval::ST_CONTINUE as c_int
 }
 
-/// The generic ivars of a non-`T_OBJECT` that MRI writes (after the record, inside an
-/// `I`), or `Fallback` for names MRI skips with a warning (`E`, `K`).
-fn generic_ivar_count(obj: VALUE) -> Result<usize, Fallback> {
-    if flags(obj) & FL_EXIVAR == 0 {
-        return Ok(0);
-    }
+/// How many of `obj`'s ivars MRI writes, or `Fallback` for names MRI skips with a
+/// warning (`E`, `K`).
+fn written_ivar_count(obj: VALUE) -> Result<usize, Fallback> {
     let mut count = IvarCount {
         count: 0,
         odd: false,
@@ -380,10 +377,23 @@ fn generic_ivar_count(obj: VALUE) -> Result<usize, Fallback> {
     unsafe {
         rb_sys::rb_ivar_foreach(obj, Some(count_ivar), &mut count as *mut IvarCount as _);
     }
-    if count.odd || count.count > MAX_LEN {
+    if count.odd {
         return Err(Fallback);
     }
     Ok(count.count)
+}
+
+/// The generic ivars of a non-`T_OBJECT` that MRI writes (after the record, inside an
+/// `I`), or `Fallback` for names MRI skips with a warning (`E`, `K`).
+fn generic_ivar_count(obj: VALUE) -> Result<usize, Fallback> {
+    if flags(obj) & FL_EXIVAR == 0 {
+        return Ok(0);
+    }
+    let count = written_ivar_count(obj)?;
+    if count > MAX_LEN {
+        return Err(Fallback);
+    }
+    Ok(count)
 }
 
 struct IvarWalk<'a, 't> {
@@ -642,40 +652,21 @@ impl Dumper<'_> {
         {
             return Err(Fallback);
         }
-        let mut count = IvarCount {
-            count: 0,
-            odd: false,
-        };
-        unsafe {
-            rb_sys::rb_ivar_foreach(data, Some(count_ivar), &mut count as *mut IvarCount as _);
-        }
+        let count = written_ivar_count(data)?;
         let bytes = str_bytes(data);
-        if count.odd || bytes.len() > MAX_LEN {
+        if bytes.len() > MAX_LEN {
             return Err(Fallback);
         }
         self.enter()?;
-        if count.count > 0 {
+        if count > 0 {
             self.out.push(core::TYPE_IVAR);
         }
         self.out.push(core::TYPE_USERDEF);
         self.w_symbol(ids.sym_time)?;
         core::write_bytes(&mut self.out, bytes);
-        if count.count > 0 {
-            self.w_long(count.count as i64);
-            self.tables.push_userdef(obj);
-            let mut walk = IvarWalk {
-                dumper: self,
-                limit,
-                failed: false,
-            };
-            unsafe {
-                rb_sys::rb_ivar_foreach(data, Some(write_ivar), &mut walk as *mut IvarWalk as _);
-            }
-            let failed = walk.failed;
-            self.tables.pop_userdef();
-            if failed {
-                return Err(Fallback);
-            }
+        if count > 0 {
+            self.w_long(count as i64);
+            self.w_userdef_ivars(obj, data, limit)?;
         }
         self.remember(obj);
         self.depth -= 1;
@@ -882,6 +873,14 @@ impl Dumper<'_> {
             return Ok(());
         }
         self.enter()?;
+        self.w_ivars(obj, limit)?;
+        self.depth -= 1;
+        Ok(())
+    }
+
+    /// `obj`'s ivars as MRI's `w_ivar_each` writes them (names MRI skips silently left
+    /// out), each value at `limit`.
+    fn w_ivars(&mut self, obj: VALUE, limit: i32) -> Step {
         let mut walk = IvarWalk {
             dumper: self,
             limit,
@@ -893,41 +892,33 @@ impl Dumper<'_> {
         if walk.failed {
             return Err(Fallback);
         }
-        self.depth -= 1;
         Ok(())
+    }
+
+    /// The ivars of the String `data` that `obj`'s `_dump` returned, written while `obj`
+    /// counts as a `_dump` in progress (Ruby 3.3's recursion check, see `w_hooked`).
+    fn w_userdef_ivars(&mut self, obj: VALUE, data: VALUE, limit: i32) -> Step {
+        self.tables.push_userdef(obj);
+        let written = self.w_ivars(data, limit);
+        self.tables.pop_userdef();
+        written
     }
 
     /// An `o` record: a plain object of a named class, with its instance variables.
     fn w_plain_object(&mut self, obj: VALUE, klass: VALUE, limit: i32) -> Step {
         let path_sym = self.object_class(obj, klass)?;
         self.remember(obj);
-        let mut count = IvarCount {
-            count: 0,
-            odd: false,
-        };
-        unsafe {
-            rb_sys::rb_ivar_foreach(obj, Some(count_ivar), &mut count as *mut IvarCount as _);
-        }
-        if count.odd || count.count > MAX_LEN {
-            // Ivars MRI skips (E, K, encoding, unnamed) come with warnings: stdlib.
+        // Ivars MRI skips with warnings (E, K): the stdlib's.
+        let count = written_ivar_count(obj)?;
+        if count > MAX_LEN {
             return Err(Fallback);
         }
         self.enter()?;
         self.w_extensions()?;
         self.out.push(core::TYPE_OBJECT);
         self.w_symbol(path_sym)?;
-        self.w_long(count.count as i64);
-        let mut walk = IvarWalk {
-            dumper: self,
-            limit,
-            failed: false,
-        };
-        unsafe {
-            rb_sys::rb_ivar_foreach(obj, Some(write_ivar), &mut walk as *mut IvarWalk as _);
-        }
-        if walk.failed {
-            return Err(Fallback);
-        }
+        self.w_long(count as i64);
+        self.w_ivars(obj, limit)?;
         self.depth -= 1;
         Ok(())
     }
@@ -1087,19 +1078,15 @@ impl Dumper<'_> {
             return Err(Fallback); // the hook gave the object ivars
         }
         let enc = self.encoding_name(data);
-        let mut count = IvarCount {
-            count: 0,
-            odd: false,
+        let count = if flags(data) & FL_EXIVAR != 0 {
+            written_ivar_count(data)?
+        } else {
+            0
         };
-        if flags(data) & FL_EXIVAR != 0 {
-            unsafe {
-                rb_sys::rb_ivar_foreach(data, Some(count_ivar), &mut count as *mut IvarCount as _);
-            }
-        }
-        if count.odd || str_bytes(data).len() > MAX_LEN {
+        if str_bytes(data).len() > MAX_LEN {
             return Err(Fallback);
         }
-        let num = count.count + usize::from(!matches!(enc, EncName::None));
+        let num = count + usize::from(!matches!(enc, EncName::None));
         if num > 0 {
             self.out.push(core::TYPE_IVAR);
         }
@@ -1109,25 +1096,8 @@ impl Dumper<'_> {
         if num > 0 {
             self.w_long(num as i64);
             self.w_encoding(enc)?;
-            if count.count > 0 {
-                self.tables.push_userdef(obj);
-                let mut walk = IvarWalk {
-                    dumper: self,
-                    limit,
-                    failed: false,
-                };
-                unsafe {
-                    rb_sys::rb_ivar_foreach(
-                        data,
-                        Some(write_ivar),
-                        &mut walk as *mut IvarWalk as _,
-                    );
-                }
-                let failed = walk.failed;
-                self.tables.pop_userdef();
-                if failed {
-                    return Err(Fallback);
-                }
+            if count > 0 {
+                self.w_userdef_ivars(obj, data, limit)?;
             }
         }
         self.remember(obj);

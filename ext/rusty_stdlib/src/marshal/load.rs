@@ -129,6 +129,18 @@ pub enum Outcome {
     Raise(Error),
 }
 
+impl Outcome {
+    /// What the Ruby entry points return: the object, `fallback` to ask for the stdlib,
+    /// or the error raised.
+    pub fn or_fallback(self, fallback: Value) -> Result<Value, Error> {
+        match self {
+            Outcome::Done(value) => Ok(value),
+            Outcome::Raise(error) => Err(error),
+            Outcome::Fallback => Ok(fallback),
+        }
+    }
+}
+
 /// The object `source` holds, or how the load ended otherwise.
 pub fn load(ruby: &Ruby, source: Value, freeze: bool) -> Outcome {
     load_with(ruby, source, freeze, None, 0)

@@ -122,9 +122,8 @@ fn native_load(ruby: &Ruby, source: Value, freeze: Value, fallback: Value) -> Re
     match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         load::load(ruby, source, freeze)
     })) {
-        Ok(load::Outcome::Done(value)) => Ok(value),
-        Ok(load::Outcome::Raise(error)) => Err(error),
-        _ => Ok(fallback),
+        Ok(outcome) => outcome.or_fallback(fallback),
+        Err(_) => Ok(fallback),
     }
 }
 
@@ -172,8 +171,7 @@ fn native_load_proc(
     match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         load::load_with(ruby, source, freeze, proc, 0)
     })) {
-        Ok(load::Outcome::Done(value)) => Ok(value),
-        Ok(load::Outcome::Raise(error)) => Err(error),
-        _ => Ok(fallback),
+        Ok(outcome) => outcome.or_fallback(fallback),
+        Err(_) => Ok(fallback),
     }
 }

@@ -303,9 +303,5 @@ pub fn load_from(
     let source = ruby.str_from_slice(&bytes);
     let outcome = super::load::load_with(ruby, source.as_value(), freeze, None, direct);
     std::hint::black_box(direct); // held on the stack until the load is over
-    match outcome {
-        super::load::Outcome::Done(v) => Ok(v),
-        super::load::Outcome::Raise(e) => Err(e),
-        super::load::Outcome::Fallback => Ok(fallback),
-    }
+    outcome.or_fallback(fallback)
 }
