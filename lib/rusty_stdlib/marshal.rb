@@ -127,7 +127,8 @@ module RustyStdlib
         return [native_load(string, freeze, FALLBACK), string] if string
 
         log = []
-        [native_load_from(source, freeze, log, FALLBACK), ReplayPort.new(source, log)]
+        result = native_load_from(source, freeze, log, FALLBACK)
+        [result, FALLBACK.equal?(result) ? ReplayPort.new(source, log) : source]
       end
     end
 

@@ -137,13 +137,18 @@ fn native_load_from(
     fallback: Value,
 ) -> Result<Value, Error> {
     let freeze = freeze.to_bool();
-    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        port::load_from(ruby, port, freeze, log, fallback)
+    let mut calls = port::PortCalls::new(log.as_raw());
+    let result = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        port::load_from(ruby, port, freeze, &mut calls, fallback)
     })) {
-        Ok(result) => result,
+        Ok(result) => result?,
         // Calls may have been made: the stdlib continues from the log.
-        Err(_) => Ok(fallback),
+        Err(_) => fallback,
+    };
+    if result.as_raw() == fallback.as_raw() {
+        calls.fill_log()?;
     }
+    Ok(result)
 }
 
 /// The object loaded from the String `source` with `proc` called as MRI calls it, or

@@ -123,49 +123,112 @@ fn load_ids() -> &'static LoadIds {
     })
 }
 
-/// The port's `getbyte` / `read(n)`, called as MRI calls them, each call appended to
-/// `log` (a Ruby Array) as `[name, argument, converted result, copy of a String result]`
-/// so that the stdlib can be given the same answers if it takes over (the copy: a port
-/// may change a String after returning it, e.g. return one buffer object every time).
-struct RubyPort {
-    port: VALUE,
-    log: VALUE,
-    /// The String the last `read` returned (also held by `log`).
-    last_read: VALUE,
-    /// The Strings MRI would make String records of: [offset, String, ...].
-    direct: VALUE,
+/// The calls made to the port, kept so that the stdlib can be given the same answers
+/// if it takes over (`fill_log`). Kept in Rust, not as Ruby objects per call: a small
+/// graph makes a call every dozen bytes, and a Ruby Array plus a String copy per call
+/// made IO loads slower than the stdlib's.
+pub struct PortCalls {
+    calls: Vec<PortCall>,
+    /// The bytes each `read` returned, as they were when returned (a port may change a
+    /// String after returning it, e.g. return one buffer object every time).
+    contents: Vec<u8>,
+    /// The Strings `read` returned, in order, held for the GC (and for `fill_log`, which
+    /// gives the stdlib the same objects). A Ruby Array, so marked while we run.
+    strings: VALUE,
 }
 
-impl RubyPort {
-    fn record(&self, name: VALUE, arg: VALUE, result: VALUE) -> Result<(), Error> {
-        let log = self.log;
+enum PortCall {
+    Getbyte(Option<u8>),
+    /// `read(n)`: nil, or the String's bytes `contents[start..end]` in encoding `encindex`.
+    Read {
+        n: usize,
+        result: Option<ReadString>,
+    },
+}
+
+struct ReadString {
+    start: usize,
+    end: usize,
+    encindex: i32,
+}
+
+impl PortCalls {
+    /// `holder` must stay reachable for the GC until the calls are no longer needed.
+    pub fn new(holder: VALUE) -> Self {
+        PortCalls {
+            calls: Vec::new(),
+            contents: Vec::new(),
+            strings: holder,
+        }
+    }
+
+    /// Replaces the contents of `holder` with the log ReplayPort reads: one
+    /// `[name, argument, result, copy of a String result as it was returned]` per call.
+    pub fn fill_log(&self) -> Result<(), Error> {
+        let ids = load_ids();
+        let (strings, nil) = (self.strings, rb_sys::Qnil as VALUE);
         protect(|| unsafe {
-            let entry = rb_sys::rb_ary_new_capa(4);
-            rb_sys::rb_ary_push(entry, name);
-            rb_sys::rb_ary_push(entry, arg);
-            rb_sys::rb_ary_push(entry, result);
-            if rb_sys::RB_TYPE_P(result, rb_sys::ruby_value_type::RUBY_T_STRING) {
-                rb_sys::rb_ary_push(entry, rb_sys::rb_str_dup(result));
+            let log = rb_sys::rb_ary_new_capa(self.calls.len() as c_long);
+            let mut next_string = 0;
+            for call in &self.calls {
+                let entry = match call {
+                    PortCall::Getbyte(byte) => {
+                        let byte = byte.map_or(nil, |b| rb_sys::LONG2FIX(b as c_long));
+                        rb_sys::rb_ary_new_from_args(3, ids.sym_getbyte, nil, byte)
+                    }
+                    PortCall::Read { n, result: None } => rb_sys::rb_ary_new_from_args(
+                        3,
+                        ids.sym_read,
+                        rb_sys::rb_int2inum(*n as isize),
+                        nil,
+                    ),
+                    PortCall::Read {
+                        n,
+                        result: Some(read),
+                    } => {
+                        let string = rb_sys::RARRAY_AREF(strings, next_string);
+                        next_string += 1;
+                        let bytes = &self.contents[read.start..read.end];
+                        let copy = rb_sys::rb_enc_str_new(
+                            bytes.as_ptr().cast(),
+                            bytes.len() as c_long,
+                            rb_sys::rb_enc_from_index(read.encindex),
+                        );
+                        let arg = rb_sys::rb_int2inum(*n as isize);
+                        rb_sys::rb_ary_new_from_args(4, ids.sym_read, arg, string, copy)
+                    }
+                };
+                rb_sys::rb_ary_push(log, entry);
             }
-            rb_sys::rb_ary_push(log, entry)
+            rb_sys::rb_ary_replace(strings, log)
         })?;
         Ok(())
     }
 }
 
-impl core::port_reader::Port for RubyPort {
+/// The port's `getbyte` / `read(n)`, called as MRI calls them, each call noted in
+/// `calls`.
+struct RubyPort<'a> {
+    port: VALUE,
+    calls: &'a mut PortCalls,
+    /// The String the last `read` returned (also held by `calls`).
+    last_read: VALUE,
+    /// The Strings MRI would make String records of: [offset, String, ...].
+    direct: VALUE,
+}
+
+impl core::port_reader::Port for RubyPort<'_> {
     type Error = Error;
 
     fn getbyte(&mut self) -> Result<Option<u8>, Error> {
         let (port, ids) = (self.port, load_ids());
-        let v = protect(|| unsafe { rb_sys::rb_funcallv(port, ids.getbyte, 0, std::ptr::null()) })?;
-        let nil = rb_sys::Qnil as VALUE;
-        if rb_sys::NIL_P(v) {
-            self.record(ids.sym_getbyte, nil, nil)?;
-            return Ok(None);
-        }
-        // MRI's NUM2CHR: a String's first byte, or the low byte of NUM2INT.
+        // The call and MRI's NUM2CHR of its result (a String's first byte, or the low
+        // byte of NUM2INT; nil at the end) in one protect.
         let byte = protect(|| unsafe {
+            let v = rb_sys::rb_funcallv(port, ids.getbyte, 0, std::ptr::null());
+            if rb_sys::NIL_P(v) {
+                return v;
+            }
             let b = if rb_sys::RB_TYPE_P(v, rb_sys::ruby_value_type::RUBY_T_STRING)
                 && rb_sys::RSTRING_LEN(v) >= 1
             {
@@ -175,33 +238,42 @@ impl core::port_reader::Port for RubyPort {
             };
             rb_sys::LONG2FIX(b)
         })?;
-        self.record(ids.sym_getbyte, nil, byte)?;
-        Ok(Some(unsafe { rb_sys::FIX2LONG(byte) } as u8))
+        let byte = (!rb_sys::NIL_P(byte)).then(|| unsafe { rb_sys::FIX2LONG(byte) } as u8);
+        self.calls.calls.push(PortCall::Getbyte(byte));
+        Ok(byte)
     }
 
     fn read(&mut self, n: usize) -> Result<Option<Vec<u8>>, Error> {
-        let (port, ids) = (self.port, load_ids());
-        let arg = unsafe { rb_sys::rb_int2inum(n as isize) };
-        let v = protect(|| unsafe { rb_sys::rb_funcallv(port, ids.read, 1, &arg) })?;
-        if rb_sys::NIL_P(v) {
-            self.record(ids.sym_read, arg, v)?;
+        let (port, ids, strings) = (self.port, load_ids(), self.calls.strings);
+        // The call, MRI's StringValue of its result (to_str for a non-String) and
+        // holding the String, in one protect.
+        let s = protect(|| unsafe {
+            let arg = rb_sys::rb_int2inum(n as isize);
+            let mut s = rb_sys::rb_funcallv(port, ids.read, 1, &arg);
+            if rb_sys::NIL_P(s) {
+                return s;
+            }
+            let s = rb_sys::rb_string_value(&mut s);
+            rb_sys::rb_ary_push(strings, s);
+            s
+        })?;
+        if rb_sys::NIL_P(s) {
+            self.calls.calls.push(PortCall::Read { n, result: None });
             return Ok(None);
         }
-        // MRI's StringValue (to_str for a non-String).
-        let s = protect(|| unsafe {
-            let mut s = v;
-            rb_sys::rb_string_value(&mut s)
-        })?;
-        self.record(ids.sym_read, arg, s)?;
         self.last_read = s;
-        let bytes = unsafe {
-            let len = rb_sys::RSTRING_LEN(s) as usize;
-            if len == 0 {
-                Vec::new()
-            } else {
-                std::slice::from_raw_parts(rb_sys::RSTRING_PTR(s) as *const u8, len).to_vec()
-            }
+        let bytes = crate::helpers::raw::str_bytes(s).to_vec();
+        let start = self.calls.contents.len();
+        self.calls.contents.extend_from_slice(&bytes);
+        let read = ReadString {
+            start,
+            end: self.calls.contents.len(),
+            encindex: unsafe { rb_sys::rb_enc_get_index(s) },
         };
+        self.calls.calls.push(PortCall::Read {
+            n,
+            result: Some(read),
+        });
         Ok(Some(bytes))
     }
 
@@ -247,13 +319,13 @@ impl core::port_reader::Port for RubyPort {
 
 /// `Marshal.load(port)` for an IO-like `port` (not convertible to a String): MRI's
 /// checks and `binmode` call, then MRI's reads of one object, loaded natively. Returns
-/// `fallback` when the stdlib must continue: from the calls recorded in `log`, which it
+/// `fallback` when the stdlib must continue: from the calls noted in `calls`, which it
 /// must be given again in the same order before the port is asked for more.
 pub fn load_from(
     ruby: &Ruby,
     port: Value,
     freeze: bool,
-    log: Value,
+    calls: &mut PortCalls,
     fallback: Value,
 ) -> Result<Value, Error> {
     let (raw, ids) = (port.as_raw(), load_ids());
@@ -281,7 +353,7 @@ pub fn load_from(
     let direct = unsafe { rb_sys::rb_ary_new() };
     let mut reader = RubyPort {
         port: raw,
-        log: log.as_raw(),
+        calls,
         last_read: rb_sys::Qnil as VALUE,
         direct,
     };
