@@ -22,8 +22,9 @@ module RustyStdlib
   # making a Parser or State object (PlainParse, PlainGenerate below), and otherwise run
   # the gem's own JSON.parse / JSON.generate.
   module JSON
-    # json gem versions whose parser spec/json proves we match (Ruby 3.1 ships 2.6.1).
-    PROVEN_VERSIONS = %w[2.6.1].freeze
+    # json gem versions whose parser spec/json proves we match (Ruby 3.1 ships 2.6.1,
+    # Ruby 3.3 Debian's ruby-json 2.9.1).
+    PROVEN_VERSIONS = %w[2.6.1 2.9.1].freeze
     # json gem versions whose generator spec/json/generator_spec.rb proves we match.
     GENERATOR_PROVEN_VERSIONS = %w[2.6.1].freeze
 
@@ -41,6 +42,16 @@ module RustyStdlib
       def stdlib_parser
         require "json"
         ::JSON::Ext::Parser
+      end
+
+      # Our parser class. json 2.9's JSON.parse calls the class method
+      # `Parser.parse(source, opts)`, which 2.6 does not have: ours has it exactly when
+      # the gem's Parser does.
+      def parser
+        if stdlib_parser.respond_to?(:parse) && !Parser.respond_to?(:parse)
+          Parser.singleton_class.alias_method(:parse, :parse_with)
+        end
+        Parser
       end
 
       # Why the generator is left to the gem (nil when ours is proven on this json).
@@ -72,7 +83,7 @@ module RustyStdlib
       end
 
       def install!
-        ::JSON.parser = Parser
+        ::JSON.parser = parser
         ::JSON.singleton_class.prepend(PlainParse)
         return if generator_unsupported_reason
 
