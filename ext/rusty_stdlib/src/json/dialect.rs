@@ -97,6 +97,18 @@ impl Dialect {
         self == Dialect::V2_9
     }
 
+    /// Machine stack the gem's recursive parser uses per nesting level (`JSON_parse_value`
+    /// plus `JSON_parse_array`/`_object`), in thousandths of a byte, fitted to Debian's
+    /// builds: json 2.6.1 on Ruby 3.1 fills the main thread's 8 MiB at 58205 levels and a
+    /// thread's 1 MiB at 7239; json 2.9.1 on Ruby 3.3 at 52335 and 6502 (spec/json
+    /// checks depths on either side of both against the gem).
+    pub fn c_stack_millibytes_per_level(self) -> usize {
+        match self {
+            Dialect::V2_6 => 143_910,
+            Dialect::V2_9 => 160_110,
+        }
+    }
+
     /// Whether this version reads the `allow_trailing_comma` option.
     pub fn has_trailing_comma_option(self) -> bool {
         self == Dialect::V2_9

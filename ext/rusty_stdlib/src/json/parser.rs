@@ -338,7 +338,8 @@ fn parse_source(
     let mut options = settings.options;
     if options.max_nesting == 0 || options.max_nesting > 100 {
         // The default limit is far below any machine stack the gem could run out of.
-        options.stack_depth_limit = super::stack::c_parser_depth_limit();
+        let per_level = settings.dialect.c_stack_millibytes_per_level();
+        options.stack_depth_limit = super::stack::c_parser_depth_limit(per_level);
     }
     let mut sink = RubySink::new(ruby, source.as_raw(), settings.flavour, create_id)?;
     sink.plain = plain;
