@@ -5,7 +5,8 @@ require_relative "activation"
 module RustyStdlib
   # JSON parsing on Rust: RustyStdlib::JSON::Parser replaces JSON::Ext::Parser through
   # the json gem's own seam (`JSON.parser = ...`), so JSON.parse, JSON.parse!, JSON.load,
-  # JSON[...] and JSON::Parser.new(...).parse use it.
+  # JSON[...] and JSON::Parser.new(...).parse use it (json 2.9's JSON.parse through the
+  # class method Parser.parse, which ours has where the gem's Parser has it).
   #
   # JSON generation on Rust: RustyStdlib::JSON::Generator replaces JSON::Ext::Generator
   # through `JSON.generator = ...` (JSON.generate, fast_generate, pretty_generate, dump,
@@ -14,8 +15,9 @@ module RustyStdlib
   # generator stays reachable as RustyStdlib::JSON.stdlib_generator; a #to_json called
   # with the gem's own State runs the gem's method.
   #
-  # Calls with create_additions, object_class, array_class or decimal_class are handed
-  # to the gem's parser (see ext/rusty_stdlib/src/json). The gem's parser stays
+  # Calls with object_class, array_class, decimal_class or match_string (and on json 2.9
+  # allow_trailing_comma, or JSON.load's create_additions: nil) are handed to the gem's
+  # parser (see ext/rusty_stdlib/src/json). The gem's parser stays
   # reachable as RustyStdlib::JSON.stdlib_parser.
   #
   # The option-less JSON.parse(source) and JSON.generate(obj), the commonest calls, skip
