@@ -126,16 +126,3 @@ impl Dialect {
         self == Dialect::V2_9
     }
 }
-
-#[cfg(test)]
-mod tests {
-    use super::Dialect;
-
-    #[test]
-    fn versions_map_to_dialects() {
-        assert_eq!(Dialect::for_version("2.6.1"), Dialect::V2_6);
-        assert_eq!(Dialect::for_version("2.3.0"), Dialect::V2_6);
-        assert_eq!(Dialect::for_version("2.9.1"), Dialect::V2_9);
-        assert_eq!(Dialect::for_version("2.10.2"), Dialect::V2_9);
-    }
-}
