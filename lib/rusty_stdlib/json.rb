@@ -5,7 +5,8 @@ require_relative "activation"
 module RustyStdlib
   # JSON parsing on Rust: RustyStdlib::JSON::Parser replaces JSON::Ext::Parser through
   # the json gem's own seam (`JSON.parser = ...`), so JSON.parse, JSON.parse!, JSON.load,
-  # JSON[...] and JSON::Parser.new(...).parse use it.
+  # JSON[...] and JSON::Parser.new(...).parse use it (json 2.9's JSON.parse through the
+  # class method Parser.parse, which ours has where the gem's Parser has it).
   #
   # JSON generation on Rust: RustyStdlib::JSON::Generator replaces JSON::Ext::Generator
   # through `JSON.generator = ...` (JSON.generate, fast_generate, pretty_generate, dump,
@@ -14,16 +15,18 @@ module RustyStdlib
   # generator stays reachable as RustyStdlib::JSON.stdlib_generator; a #to_json called
   # with the gem's own State runs the gem's method.
   #
-  # Calls with create_additions, object_class, array_class or decimal_class are handed
-  # to the gem's parser (see ext/rusty_stdlib/src/json). The gem's parser stays
+  # Calls with object_class, array_class, decimal_class or match_string (and on json 2.9
+  # allow_trailing_comma, or JSON.load's create_additions: nil) are handed to the gem's
+  # parser (see ext/rusty_stdlib/src/json). The gem's parser stays
   # reachable as RustyStdlib::JSON.stdlib_parser.
   #
   # The option-less JSON.parse(source) and JSON.generate(obj), the commonest calls, skip
   # making a Parser or State object (PlainParse, PlainGenerate below), and otherwise run
   # the gem's own JSON.parse / JSON.generate.
   module JSON
-    # json gem versions whose parser spec/json proves we match (Ruby 3.1 ships 2.6.1).
-    PROVEN_VERSIONS = %w[2.6.1].freeze
+    # json gem versions whose parser spec/json proves we match (Ruby 3.1 ships 2.6.1,
+    # Ruby 3.3 Debian's ruby-json 2.9.1).
+    PROVEN_VERSIONS = %w[2.6.1 2.9.1].freeze
     # json gem versions whose generator spec/json/generator_spec.rb proves we match.
     GENERATOR_PROVEN_VERSIONS = %w[2.6.1].freeze
 
@@ -41,6 +44,16 @@ module RustyStdlib
       def stdlib_parser
         require "json"
         ::JSON::Ext::Parser
+      end
+
+      # Our parser class. json 2.9's JSON.parse calls the class method
+      # `Parser.parse(source, opts)`, which 2.6 does not have: ours has it exactly when
+      # the gem's Parser does.
+      def parser
+        if stdlib_parser.respond_to?(:parse) && !Parser.respond_to?(:parse)
+          Parser.singleton_class.alias_method(:parse, :parse_with)
+        end
+        Parser
       end
 
       # Why the generator is left to the gem (nil when ours is proven on this json).
@@ -72,7 +85,7 @@ module RustyStdlib
       end
 
       def install!
-        ::JSON.parser = Parser
+        ::JSON.parser = parser
         ::JSON.singleton_class.prepend(PlainParse)
         return if generator_unsupported_reason
 

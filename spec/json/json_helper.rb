@@ -7,7 +7,7 @@ require "stringio"
 # through ours, and compare everything a caller could observe.
 module JSONParity
   STDLIB = RustyStdlib::JSON.stdlib_parser
-  OURS = RustyStdlib::JSON::Parser
+  OURS = RustyStdlib::JSON.parser
 
   # Whether the shim proves parity on this json version; elsewhere (e.g. Ruby 3.3's
   # json 2.9.1, whose messages and quirks differ) the parity specs are skipped and

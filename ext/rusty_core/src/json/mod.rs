@@ -15,6 +15,9 @@
 //!
 //! Errors carry the C source line number the gem prints (`"859: unexpected token at '…'"`)
 //! and the byte offset where the message's excerpt starts.
+//!
+//! json 2.9's parser has the same grammar; where it fails differently (a number with a
+//! broken tail) [`Options`] says which way to go, and the binding words its messages.
 
 mod generate;
 mod lemire;

@@ -25,6 +25,10 @@ pub struct Options {
     /// The depth at which the C parser, which recurses, would run out of machine stack
     /// (the binding estimates it); deeper documents fail with [`ParseError::StackOverflow`].
     pub stack_depth_limit: usize,
+    /// json 2.9's single number machine: a number followed by any of `Ee.-` (after
+    /// the integer part) fails whole, at its first byte, where 2.6's float machine
+    /// falls back to its integer machine and fails at the byte after the integer.
+    pub whole_number_fails: bool,
 }
 
 /// Receives the values of a document in order. Containers arrive after their contents:
@@ -384,6 +388,12 @@ fn read_value<S: Sink>(
                 return sunk(sink.infinity(true), p + 9);
             }
             match scan_number(src, p) {
+                NumberScan::Integer(end)
+                    if options.whole_number_fails
+                        && matches!(src.get(end), Some(b'E' | b'e' | b'.' | b'-')) =>
+                {
+                    Ok(Read::Failed(p))
+                }
                 NumberScan::Integer(end) => sunk(sink.integer(&src[p..end]), end),
                 NumberScan::Float(end, digits) => sunk(sink.float(&src[p..end], digits), end),
                 NumberScan::Invalid => Ok(Read::Failed(p)),

@@ -57,11 +57,16 @@ impl Sink for Render {
 }
 
 fn run(src: &str, allow_nan: bool) -> Result<String, String> {
+    run_with(src, allow_nan, false)
+}
+
+fn run_with(src: &str, allow_nan: bool, whole_number_fails: bool) -> Result<String, String> {
     let mut sink = Render::default();
     let options = Options {
         max_nesting: 100,
         allow_nan,
         stack_depth_limit: usize::MAX,
+        whole_number_fails,
     };
     match parse(src.as_bytes(), &options, &mut sink, &mut Vec::new()) {
         Ok(()) => Ok(sink.stack.pop().unwrap()),
@@ -128,6 +133,21 @@ fn error_positions_match_json_2_6() {
     assert_eq!(
         run("[-Infinityx]", true).unwrap_err(),
         "451: unexpected token at 'x]'"
+    );
+}
+
+#[test]
+fn json_2_9_fails_broken_numbers_whole() {
+    let err = |src: &str| run_with(src, false, true).unwrap_err();
+    assert_eq!(err("[1.5-2]"), "451: unexpected token at '1.5-2]'");
+    assert_eq!(err("1.5e"), "859: unexpected token at '1.5e'");
+    assert_eq!(err("[2.]"), "451: unexpected token at '2.]'");
+    assert_eq!(err("[1e5e]"), "451: unexpected token at '1e5e]'");
+    assert_eq!(err("{\"a\":1.}"), "859: unexpected token at '{\"a\":1.}'");
+    assert_eq!(err("[-12x]"), "451: unexpected token at 'x]'");
+    assert_eq!(
+        run_with("[1.5e3,-2,0]", false, true).unwrap(),
+        "[f1.5e3,i-2,i0]"
     );
 }
 

@@ -1,4 +1,4 @@
-//! `RustyStdlib::JSON::Parser`: a drop-in for json 2.6's `JSON::Ext::Parser` on
+//! `RustyStdlib::JSON::Parser`: a drop-in for json 2.6's and 2.9's `JSON::Ext::Parser` on
 //! `rusty_core::json`.
 //!
 //! The shim installs it with `JSON.parser = RustyStdlib::JSON::Parser`, so `JSON.parse`,
@@ -7,6 +7,7 @@
 //! `decimal_class`), or with arguments the gem would reject, are handed whole to the
 //! gem's own parser when the instance is created: before anything else happened.
 
+mod dialect;
 mod generator;
 mod parser;
 mod sink;
@@ -24,6 +25,7 @@ pub fn init(ruby: &Ruby, root: RModule) -> Result<(), Error> {
     class.define_method("parse", method!(ParserObject::parse, 0))?;
     class.define_method("source", method!(ParserObject::source, 0))?;
     class.define_singleton_method("try_parse", method!(parser::try_parse, 1))?;
+    class.define_singleton_method("parse_with", method!(parser::parse_with, 2))?;
     let stacks = module.define_class("ValueStacks", ruby.class_object())?;
     stacks.undef_default_alloc_func();
     sink::init(ruby);

@@ -1,5 +1,6 @@
-//! The parser instance: option handling and source conversion as json 2.6.1's
-//! `cParser_initialize`, and `#parse` / `#source`.
+//! The parser instance: option handling and source conversion as the gem's
+//! `cParser_initialize` (json 2.6.1 or 2.9.1, see [`Dialect`]), `#parse` / `#source`, and
+//! 2.9's class method `Parser.parse(source, opts)`.
 
 use std::cell::Cell;
 
@@ -14,6 +15,7 @@ use magnus::{
 use rb_sys::VALUE;
 use rusty_core::json::{self as core, lines, Options, ParseError};
 
+use super::dialect::Dialect;
 use super::sink::{Flavour, RubySink};
 
 const QNIL: VALUE = rb_sys::Qnil as VALUE;
@@ -23,17 +25,20 @@ const QUNDEF: VALUE = rb_sys::Qundef as VALUE;
 struct Settings {
     options: Options,
     flavour: Flavour,
+    dialect: Dialect,
 }
 
-impl Default for Settings {
-    fn default() -> Self {
+impl Settings {
+    fn new(dialect: Dialect) -> Self {
         Settings {
             options: Options {
                 max_nesting: 100,
                 allow_nan: false,
                 stack_depth_limit: usize::MAX,
+                whole_number_fails: dialect.fails_whole_numbers(),
             },
             flavour: Flavour::default(),
+            dialect,
         }
     }
 }
@@ -86,12 +91,23 @@ fn truthy(v: VALUE) -> bool {
 /// Reads the options the way the gem does, with the `create_id` option if one was
 /// given; `None` when the gem's parser must take the call (options whose user code runs
 /// in the middle of the walk, or values the gem rejects with its own errors).
-fn read_options(opts: Option<RHash>) -> Option<(Settings, Option<VALUE>)> {
-    let mut settings = Settings::default();
+fn read_options(dialect: Dialect, opts: Option<RHash>) -> Option<(Settings, Option<VALUE>)> {
+    let mut settings = Settings::new(dialect);
     let Some(opts) = opts else {
         return Some((settings, None));
     };
-    let create_additions = option(opts, "create_additions").is_some_and(truthy);
+    if dialect.has_trailing_comma_option()
+        && option(opts, "allow_trailing_comma").is_some_and(truthy)
+    {
+        // A grammar of its own: the gem's parser reads it.
+        return None;
+    }
+    let create_additions = option(opts, "create_additions");
+    if dialect.nil_create_additions_is_implicit() && create_additions == Some(QNIL) {
+        // JSON.load's default: additions created with a deprecation warning.
+        return None;
+    }
+    let create_additions = create_additions.is_some_and(truthy);
     if create_additions
         && (option(opts, "symbolize_names").is_some_and(truthy)
             || option(opts, "match_string").is_some_and(truthy))
@@ -123,22 +139,33 @@ fn read_options(opts: Option<RHash>) -> Option<(Settings, Option<VALUE>)> {
     settings.flavour.symbolize_names = option(opts, "symbolize_names").is_some_and(truthy);
     settings.flavour.freeze = option(opts, "freeze").is_some_and(truthy);
     settings.flavour.create_additions = create_additions;
-    Some((settings, option(opts, "create_id")))
+    let mut create_id = option(opts, "create_id");
+    if dialect.falsy_create_id_is_default() {
+        create_id = create_id.filter(|v| truthy(*v));
+    }
+    Some((settings, create_id))
 }
 
-/// json 2.6.1's `convert_encoding`: binary sources are re-tagged UTF-8 (in place, or on a
-/// copy when frozen); other encodings are converted with `rb_str_conv_enc`.
-fn convert_encoding(source: VALUE) -> Result<VALUE, Error> {
+/// The gem's `convert_encoding`: binary sources are re-tagged UTF-8 (2.6: in place, or on
+/// a copy when frozen; 2.9: always on a copy); other encodings are converted with
+/// `rb_str_conv_enc` (2.6) or `String#encode` (2.9).
+fn convert_encoding(ruby: &Ruby, dialect: Dialect, source: VALUE) -> Result<VALUE, Error> {
     // A String's encoding lookup cannot raise; UTF-8 (the usual case) stays as it is,
     // as `rb_str_conv_enc` would leave it.
     let enc = unsafe { rb_sys::rb_enc_get(source) };
     if enc == unsafe { rb_sys::rb_utf8_encoding() } {
         return Ok(source);
     }
+    if enc != unsafe { rb_sys::rb_ascii8bit_encoding() } && dialect.encodes_source() {
+        let source = unsafe { Value::from_raw(source) };
+        let utf8: Value = ruby.class_encoding().const_get("UTF_8")?;
+        return Ok(source.funcall::<_, _, Value>("encode", (utf8,))?.as_raw());
+    }
+    let in_place = dialect.retags_binary_in_place();
     magnus::rb_sys::protect(|| unsafe {
         if enc == rb_sys::rb_ascii8bit_encoding() {
             let mut s = source;
-            if rb_sys::rb_obj_frozen_p(s) != rb_sys::Qfalse as VALUE {
+            if !in_place || rb_sys::rb_obj_frozen_p(s) != rb_sys::Qfalse as VALUE {
                 s = rb_sys::rb_str_dup(s);
             }
             rb_sys::rb_enc_associate(s, rb_sys::rb_utf8_encoding());
@@ -164,9 +191,10 @@ impl ParserObject {
             [source, opts] if keywords => RHash::from_value(*opts).map(|h| (*source, Some(h))),
             _ => None,
         };
+        let dialect = Dialect::loaded(ruby)?;
         let native = native
             .filter(|(source, _)| RString::from_value(*source).is_some())
-            .and_then(|(source, opts)| read_options(opts).map(|s| (source, s)));
+            .and_then(|(source, opts)| read_options(dialect, opts).map(|s| (source, s)));
         let Some((source, (settings, create_id))) = native else {
             return Self::delegate_to_stdlib(ruby, rb_self, args, keywords);
         };
@@ -180,7 +208,7 @@ impl ParserObject {
             };
             rb_self.create_id.set(create_id);
         }
-        let source = convert_encoding(source.as_raw())?;
+        let source = convert_encoding(ruby, dialect, source.as_raw())?;
         rb_self.settings.set(Some(settings));
         rb_self.source.set(source);
         Ok(())
@@ -239,6 +267,46 @@ impl ParserObject {
     }
 }
 
+/// json 2.9's `Parser.parse(source, opts)` (what its JSON.parse calls): the same as
+/// `Parser.new(source, **opts).parse` without keeping the Parser; arguments the gem
+/// must judge (a non-String source, `opts` not a Hash) go to the gem's own method. The
+/// shim defines it only where the gem's Parser has it.
+pub fn parse_with(
+    ruby: &Ruby,
+    _rb_self: Value,
+    source: Value,
+    opts: Value,
+) -> Result<Value, Error> {
+    let dialect = Dialect::loaded(ruby)?;
+    let hash = if opts.is_nil() {
+        Some(None)
+    } else {
+        RHash::from_value(opts).map(Some)
+    };
+    let native = hash
+        .filter(|_| RString::from_value(source).is_some())
+        .and_then(|opts| read_options(dialect, opts));
+    let Some((settings, create_id)) = native else {
+        return stdlib_parser(ruby)?.funcall("parse", (source, opts));
+    };
+    let create_id = if settings.flavour.create_additions {
+        match create_id {
+            Some(id) => Some(id),
+            None => {
+                let json: RModule = ruby.class_object().const_get("JSON")?;
+                Some(json.funcall::<_, _, Value>("create_id", ())?.as_raw())
+            }
+        }
+    } else {
+        None
+    };
+    let source = convert_encoding(ruby, dialect, source.as_raw())?;
+    let source = RString::from_value(unsafe { Value::from_raw(source) }).expect("a String");
+    let result = parse_source(ruby, source, settings, create_id, false);
+    std::hint::black_box(source);
+    Ok(result?.expect("only a plain parse gives up"))
+}
+
 /// `JSON.parse(source)` without options, as `Parser.new(source).parse` but with no
 /// Parser object. Gives the Parser class itself (which no document parses to) when the
 /// shim must take the gem's way instead, with nothing observable done: `source` is not a
@@ -248,9 +316,10 @@ pub fn try_parse(ruby: &Ruby, rb_self: Value, source: Value) -> Result<Value, Er
     if unsafe { !rb_sys::RB_TYPE_P(source.as_raw(), rb_sys::ruby_value_type::RUBY_T_STRING) } {
         return Ok(rb_self);
     }
-    let source = convert_encoding(source.as_raw())?;
+    let dialect = Dialect::loaded(ruby)?;
+    let source = convert_encoding(ruby, dialect, source.as_raw())?;
     let source = RString::from_value(unsafe { Value::from_raw(source) }).expect("a String");
-    let result = parse_source(ruby, source, Settings::default(), None, true);
+    let result = parse_source(ruby, source, Settings::new(dialect), None, true);
     std::hint::black_box(source);
     Ok(result?.unwrap_or(rb_self))
 }
@@ -269,7 +338,8 @@ fn parse_source(
     let mut options = settings.options;
     if options.max_nesting == 0 || options.max_nesting > 100 {
         // The default limit is far below any machine stack the gem could run out of.
-        options.stack_depth_limit = super::stack::c_parser_depth_limit();
+        let per_level = settings.dialect.c_stack_millibytes_per_level();
+        options.stack_depth_limit = super::stack::c_parser_depth_limit(per_level);
     }
     let mut sink = RubySink::new(ruby, source.as_raw(), settings.flavour, create_id)?;
     sink.plain = plain;
@@ -278,7 +348,7 @@ fn parse_source(
     let result = match outcome {
         Ok(()) => Ok(Some(sink.result())),
         Err(_) if sink.gave_up => Ok(None),
-        Err(e) => Err(parse_error(ruby, bytes, e)),
+        Err(e) => Err(parse_error(ruby, settings.dialect, bytes, e)),
     };
     sink.finish();
     std::hint::black_box(source);
@@ -298,7 +368,18 @@ fn c_error(ruby: &Ruby, class: ExceptionClass, message: &str) -> Error {
 }
 
 /// The gem's exception for a rejected document, message bytes and encoding included.
-fn parse_error(ruby: &Ruby, source: &[u8], e: ParseError<Error>) -> Error {
+fn parse_error(ruby: &Ruby, dialect: Dialect, source: &[u8], e: ParseError<Error>) -> Error {
+    let quote = |at: Option<usize>| {
+        let excerpt = core::excerpt(source, at);
+        &excerpt[..excerpt.len().min(dialect.fragment_limit())]
+    };
+    let numbered = |line: u32, text: &str| {
+        if dialect.numbers_messages() {
+            format!("{line}: {text}").into_bytes()
+        } else {
+            text.as_bytes().to_vec()
+        }
+    };
     let (class, message, utf8) = match e {
         ParseError::Sink(e) => return e,
         ParseError::StackOverflow => {
@@ -315,15 +396,19 @@ fn parse_error(ruby: &Ruby, source: &[u8], e: ParseError<Error>) -> Error {
             false,
         ),
         ParseError::Unexpected { line, at } => {
-            let mut m = format!("{line}: unexpected token at '").into_bytes();
-            m.extend_from_slice(core::excerpt(source, at));
+            let at = match (line, at) {
+                // The core reports 2.6's start, one byte before the literal (or none).
+                (lines::INFINITY, at) => dialect.infinity_excerpt(at.map_or(0, |a| a + 1)),
+                _ => at,
+            };
+            let mut m = numbered(line, "unexpected token at '");
+            m.extend_from_slice(quote(at));
             m.push(b'\'');
             ("ParserError", m, true)
         }
         ParseError::Surrogate { at } => {
-            let mut m =
-                format!("{}: incomplete surrogate pair at '", lines::SURROGATE).into_bytes();
-            m.extend_from_slice(core::excerpt(source, Some(at)));
+            let mut m = numbered(lines::SURROGATE, "incomplete surrogate pair at '");
+            m.extend_from_slice(quote(Some(at)));
             m.push(b'\'');
             ("ParserError", m, true)
         }

@@ -3,11 +3,8 @@
 
 use std::cell::Cell;
 
-/// Machine stack json 2.6.1's parser uses per nesting level (`JSON_parse_value` plus
-/// `JSON_parse_array`/`_object`), in thousandths of a byte, and what it uses before the
-/// first level, fitted to Debian's Ruby 3.1: 58205 levels fill the main thread's 8 MiB,
-/// 7239 a thread's 1 MiB (spec/json checks both against the gem).
-const C_MILLIBYTES_PER_LEVEL: usize = 143_910;
+/// What the gem's parser uses before the first level (the per-level use is the
+/// dialect's, `Dialect::c_stack_millibytes_per_level`).
 const C_BASE_BYTES: usize = 436;
 
 /// A Fiber's machine stack as the C parser sees it: Ruby 3.1's default
@@ -57,8 +54,9 @@ fn fiber_stack_bytes() -> usize {
     })
 }
 
-/// The nesting depth at which the C parser would overflow the stack if called here.
-pub fn c_parser_depth_limit() -> usize {
+/// The nesting depth at which the C parser, using `millibytes_per_level` thousandths of
+/// a byte of machine stack per level, would overflow the stack if called here.
+pub fn c_parser_depth_limit(millibytes_per_level: usize) -> usize {
     let marker = 0u8;
     let here = std::hint::black_box(&marker) as *const u8 as usize;
     let remaining = match thread_stack() {
@@ -72,5 +70,5 @@ pub fn c_parser_depth_limit() -> usize {
         }
         None => return usize::MAX,
     };
-    remaining.saturating_sub(C_BASE_BYTES) * 1000 / C_MILLIBYTES_PER_LEVEL
+    remaining.saturating_sub(C_BASE_BYTES) * 1000 / millibytes_per_level
 }

@@ -1,0 +1,128 @@
+//! Which json gem's parser we stand in for, and everything that differs between the
+//! versions we prove (spec/json runs the same specs against whichever gem is loaded).
+//!
+//! The byte-level walk (`rusty_core::json::parse`) is the same for both: json 2.9.1
+//! still has 2.6.1's Ragel grammar. What differs is around it: how options are read,
+//! how a non-UTF-8 source is converted, and how an error message is worded. Each of
+//! those asks [`Dialect`] here rather than testing a version itself.
+
+use std::sync::atomic::{AtomicU8, Ordering};
+
+use magnus::{prelude::*, Error, RModule, RString, Ruby};
+
+/// The parser behaviour of one json gem version.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Dialect {
+    /// json 2.6 (Ruby 3.1): messages start with the C source line ("859: ..."), the
+    /// excerpt runs to the end of the source, binary sources are re-tagged in place.
+    V2_6,
+    /// json 2.9 (Ruby 3.3): no line number, excerpts cut at 32 bytes, `Parser.parse`,
+    /// the `allow_trailing_comma` option and JSON.load's implicit `create_additions`.
+    V2_9,
+}
+
+/// 0 until looked up, then 1 + the Dialect's index.
+static LOADED: AtomicU8 = AtomicU8::new(0);
+
+impl Dialect {
+    /// The dialect of the json gem this process loaded (`JSON::VERSION`, read once:
+    /// a process loads one json gem). Versions before 2.7 are 2.6's; the shim only
+    /// installs our parser on versions spec/json proves.
+    pub fn loaded(ruby: &Ruby) -> Result<Dialect, Error> {
+        match LOADED.load(Ordering::Relaxed) {
+            1 => return Ok(Dialect::V2_6),
+            2 => return Ok(Dialect::V2_9),
+            _ => {}
+        }
+        let json: RModule = ruby.class_object().const_get("JSON")?;
+        let version: RString = json.const_get("VERSION")?;
+        let dialect = Self::for_version(&version.to_string()?);
+        let code = match dialect {
+            Dialect::V2_6 => 1,
+            Dialect::V2_9 => 2,
+        };
+        LOADED.store(code, Ordering::Relaxed);
+        Ok(dialect)
+    }
+
+    fn for_version(version: &str) -> Dialect {
+        let mut parts = version.split('.').map(|p| p.parse::<u32>().unwrap_or(0));
+        let (major, minor) = (parts.next().unwrap_or(0), parts.next().unwrap_or(0));
+        if (major, minor) >= (2, 7) {
+            Dialect::V2_9
+        } else {
+            Dialect::V2_6
+        }
+    }
+
+    /// Whether messages start with the C line number (`"859: unexpected token ..."`).
+    pub fn numbers_messages(self) -> bool {
+        self == Dialect::V2_6
+    }
+
+    /// The most bytes of the source a message quotes (2.9's PARSE_ERROR_FRAGMENT_LEN,
+    /// cut with no regard for UTF-8 characters).
+    pub fn fragment_limit(self) -> usize {
+        match self {
+            Dialect::V2_6 => usize::MAX,
+            Dialect::V2_9 => 32,
+        }
+    }
+
+    /// Where the excerpt for a rejected `Infinity` starts, given where the literal
+    /// starts. 2.6's C code quotes from one byte before it (nothing at offset 0).
+    pub fn infinity_excerpt(self, literal: usize) -> Option<usize> {
+        match self {
+            Dialect::V2_6 => literal.checked_sub(1),
+            Dialect::V2_9 => Some(literal),
+        }
+    }
+
+    /// Whether a binary source is re-tagged UTF-8 in place when it is not frozen (2.6)
+    /// rather than always on a copy (2.9).
+    pub fn retags_binary_in_place(self) -> bool {
+        self == Dialect::V2_6
+    }
+
+    /// Whether a non-UTF-8 source is converted with `String#encode` (2.9, raises on
+    /// bytes it cannot convert) rather than `rb_str_conv_enc` (2.6, keeps them as
+    /// they are).
+    pub fn encodes_source(self) -> bool {
+        self == Dialect::V2_9
+    }
+
+    /// Whether a number with a broken tail (`1.`, `1e5e`, `1.5-2`) fails whole, at its
+    /// first byte (2.9's one number machine), rather than after its integer part.
+    pub fn fails_whole_numbers(self) -> bool {
+        self == Dialect::V2_9
+    }
+
+    /// Machine stack the gem's recursive parser uses per nesting level (`JSON_parse_value`
+    /// plus `JSON_parse_array`/`_object`), in thousandths of a byte, fitted to Debian's
+    /// builds: json 2.6.1 on Ruby 3.1 fills the main thread's 8 MiB at 58205 levels and a
+    /// thread's 1 MiB at 7239; json 2.9.1 on Ruby 3.3 at 52335 and 6502 (spec/json
+    /// checks depths on either side of both against the gem).
+    pub fn c_stack_millibytes_per_level(self) -> usize {
+        match self {
+            Dialect::V2_6 => 143_910,
+            Dialect::V2_9 => 160_110,
+        }
+    }
+
+    /// Whether this version reads the `allow_trailing_comma` option.
+    pub fn has_trailing_comma_option(self) -> bool {
+        self == Dialect::V2_9
+    }
+
+    /// Whether `create_additions: nil` (what JSON.load passes) means "create, with a
+    /// deprecation warning" rather than "don't create".
+    pub fn nil_create_additions_is_implicit(self) -> bool {
+        self == Dialect::V2_9
+    }
+
+    /// Whether a `create_id: nil` or `false` option means JSON.create_id (2.9) rather
+    /// than that value (2.6).
+    pub fn falsy_create_id_is_default(self) -> bool {
+        self == Dialect::V2_9
+    }
+}
