@@ -195,6 +195,30 @@ RSpec.describe "RustyStdlib::JSON::Generator" do
       end
     end
 
+    # Ours answers JSON.generate(obj) and JSON.generate(obj, nil) natively and hands every
+    # other argument shape to the gem's JSON.generate (PlainGenerate in generator.rs).
+    it "takes every argument shape of JSON.generate like the gem" do
+      to_h_opts = Struct.new(:to_h).new({ indent: "  " })
+      to_hash_opts = Struct.new(:to_hash).new({ space: " " })
+      doc = { "a" => [1, "x"], "b" => { "c" => nil } }
+      expect_gen_parity { JSON.generate(doc) }
+      expect_gen_parity { JSON.generate(doc, nil) }
+      expect_gen_parity { JSON.generate(doc, false) }
+      expect_gen_parity { JSON.generate(doc, {}) }
+      expect_gen_parity { JSON.generate(doc, { indent: "\t" }) }
+      expect_gen_parity { JSON.generate(doc, indent: "\t", space: " ") }
+      expect_gen_parity { JSON.generate(doc, **{}) }
+      expect_gen_parity { JSON.generate(doc, to_h_opts) }
+      expect_gen_parity { JSON.generate(doc, to_hash_opts) }
+      expect_gen_parity { |g| JSON.generate(doc, g::State.new(object_nl: "\n")) }
+      expect_gen_parity { JSON.generate(doc, Object.new) }
+      expect_gen_parity { JSON.generate }
+      expect_gen_parity { JSON.generate(doc, nil, 1) }
+      expect_gen_parity { JSON.generate(T::WithToJson.new([1])) }
+      expect_gen_parity { JSON.generate([T::StateReader.new], nil) }
+      expect_gen_parity { JSON.generate([Float::NAN], nil) }
+    end
+
     it "generates deep structures without max_nesting like the gem" do
       deep = [1]
       3000.times { deep = [deep] }

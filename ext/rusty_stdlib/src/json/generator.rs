@@ -544,8 +544,8 @@ impl Drop for Gen<'_> {
 /// `JSON.generate(obj)` without options, as `State.new.generate(obj)` but with no State
 /// object: the generation runs as in an unprotected Hash walk (see [`Gen::ruby_needed`]),
 /// so it stops, with nothing observable done, where user code or an error would need the
-/// State; nil then tells the shim to take the gem's way (`State.new.generate(obj)`).
-fn try_generate(ruby: &Ruby, obj: Value) -> Result<Value, Error> {
+/// State; `None` then tells the caller to take the gem's way (`State.new.generate(obj)`).
+fn try_generate(ruby: &Ruby, obj: Value) -> Result<Option<RString>, Error> {
     let scratch = State::default();
     let mut gen = Gen::with_state(
         ruby.qnil().as_value(),
@@ -554,10 +554,45 @@ fn try_generate(ruby: &Ruby, obj: Value) -> Result<Value, Error> {
     );
     gen.unprotected = 1;
     match gen.value(ruby, obj) {
-        Ok(()) => Ok(gen.finish(ruby).as_value()),
-        Err(_) if gen.retry => Ok(ruby.qnil().as_value()),
+        Ok(()) => Ok(Some(gen.finish(ruby))),
+        Err(_) if gen.retry => Ok(None),
         Err(e) => Err(e),
     }
+}
+
+/// The ID of `State` (IDs of such names are permanent), looked up once.
+fn state_id() -> rb_sys::ID {
+    static STATE: std::sync::OnceLock<rb_sys::ID> = std::sync::OnceLock::new();
+    *STATE.get_or_init(|| unsafe { rb_sys::rb_intern(c"State".as_ptr()) })
+}
+
+/// `RustyStdlib::JSON::PlainGenerate#generate`, prepended to `JSON`'s singleton class:
+/// `JSON.generate(obj)` (or `JSON.generate(obj, nil)`) is `State.new.generate(obj)` in the
+/// gem (json/common.rb); while `JSON::State` is ours, [`try_generate`] writes it without
+/// the Ruby frame, the State object and `configure`. Every other call (a State or options
+/// given, the wrong number of arguments, another generator installed, user code met on
+/// the way) is the gem's `JSON.generate` through `super`, with the arguments as given.
+fn plain_generate(ruby: &Ruby, rb_self: Value, args: &[Value]) -> Result<Value, Error> {
+    let plain = match args {
+        [obj] => Some(*obj),
+        [obj, opts] if opts.is_nil() => Some(*obj),
+        _ => None,
+    };
+    if let Some(obj) = plain {
+        // What the gem's `State` names (looked up in `JSON`, as common.rb's code does).
+        let module = rb_self.as_raw();
+        let state = protect(|| unsafe { rb_sys::rb_const_get(module, state_id()) })?;
+        if state == ruby.get_inner(&STATE_CLASS).as_raw() {
+            if let Some(result) = try_generate(ruby, obj)? {
+                return Ok(result.as_value());
+            }
+        }
+    }
+    let raw = protect(|| unsafe {
+        let kw = rb_sys::rb_keyword_given_p();
+        rb_sys::rb_call_super_kw(args.len() as _, args.as_ptr() as *const VALUE, kw)
+    })?;
+    Ok(unsafe { Value::from_raw(raw) })
 }
 
 fn partial_generate(ruby: &Ruby, state_value: Value, obj: Value) -> Result<RString, Error> {
@@ -986,9 +1021,10 @@ fn object_to_json(ruby: &Ruby, rb_self: Value, args: &[Value]) -> Result<Value, 
 }
 
 pub fn init(ruby: &Ruby, json: RModule) -> Result<(), Error> {
-    use magnus::{function, method};
+    use magnus::method;
     let generator = json.define_module("Generator")?;
-    generator.define_singleton_method("try_generate", function!(try_generate, 1))?;
+    let plain = json.define_module("PlainGenerate")?;
+    plain.define_method("generate", method!(plain_generate, -1))?;
     let state = generator.define_class("State", ruby.class_object())?;
     state.define_alloc_func::<State>();
     state.define_singleton_method("from_state", method!(State::from_state, 1))?;
