@@ -717,7 +717,6 @@ impl Gen<'_> {
             })?;
             s = RString::from_value(unsafe { Value::from_raw(converted) }).expect("a String");
         }
-        self.out.push(b'"');
         let bytes = unsafe { s.as_slice() };
         // Ruby's code range (computed once, then cached in the String) settles what the
         // gem's per-character UTF-8 checks would find: ASCII, or well-formed UTF-8 (Ruby's
@@ -728,8 +727,11 @@ impl Gen<'_> {
                 && !self.cfg.ascii_only
                 && encoding_index(s.as_raw()) == self.utf8);
         if known_good {
-            core::escape_valid_utf8(bytes, self.cfg.escape_slash, &mut self.out);
-        } else if let Err(e) = core::escape_string(
+            core::quote_valid_utf8(bytes, self.cfg.escape_slash, &mut self.out);
+            return Ok(());
+        }
+        self.out.push(b'"');
+        if let Err(e) = core::escape_string(
             bytes,
             self.cfg.ascii_only,
             self.cfg.escape_slash,
