@@ -25,6 +25,7 @@ use magnus::{
 use rb_sys::{ruby_coderange_type, ruby_value_type, VALUE};
 use rusty_core::json as core;
 
+use super::key_cache::{self, KeyCache};
 use crate::helpers::raw::{flags, set_encoding_index};
 
 /// The layout strings; `None` is the gem's NULL pointer.
@@ -449,7 +450,16 @@ struct Gen<'s> {
     retry: bool,
     /// Cleared after the first retry: from then on every Hash is walked protected.
     unprotected_ok: bool,
+    /// Written keys by key object, used while no Ruby code can run (see `key_cache`);
+    /// made once the generation has written [`KEY_CACHE_AFTER`] keys.
+    keys: Option<Box<KeyCache>>,
+    /// Keys of the Hashes walked while no Ruby code could run, until the table is made.
+    keys_written: u32,
 }
+
+/// A document writes this many keys before its keys are remembered: small ones would
+/// pay for the table and use it little.
+const KEY_CACHE_AFTER: u32 = 32;
 
 impl<'s> Gen<'s> {
     /// `cState_prepare_buffer`.
@@ -495,6 +505,8 @@ impl<'s> Gen<'s> {
             unprotected: 0,
             retry: false,
             unprotected_ok: true,
+            keys: None,
+            keys_written: 0,
         }
     }
 
@@ -526,6 +538,9 @@ fn spare_buffer(capacity: usize) -> Vec<u8> {
 
 impl Drop for Gen<'_> {
     fn drop(&mut self) {
+        if let Some(keys) = self.keys.take() {
+            KeyCache::give_back(keys);
+        }
         if self.out.capacity() <= SPARE_BUFFER_MAX {
             let out = std::mem::take(&mut self.out);
             SPARE_BUFFER.with(|spare| {
@@ -780,6 +795,10 @@ impl Gen<'_> {
         if self.unprotected_ok {
             let mark = self.out.len();
             let depth = self.state.depth.get();
+            // Ruby code may have run since the last walk without it.
+            if let Some(keys) = &mut self.keys {
+                keys.invalidate();
+            }
             self.unprotected += 1;
             let result = self.object_walk(ruby, hash, false);
             self.unprotected -= 1;
@@ -797,6 +816,9 @@ impl Gen<'_> {
 
     fn object_walk(&mut self, ruby: &Ruby, hash: RHash, protected: bool) -> Result<(), Error> {
         let depth = self.enter(ruby)?;
+        if self.keys.is_none() && !protected {
+            self.count_keys(hash);
+        }
         self.out.push(b'{');
         let mut walk = PairWalk {
             gen: self,
@@ -828,6 +850,17 @@ impl Gen<'_> {
         Ok(())
     }
 
+    /// Counts the keys written while no Ruby code can run, and makes the key table once
+    /// there were [`KEY_CACHE_AFTER`].
+    #[inline(never)]
+    fn count_keys(&mut self, hash: RHash) {
+        let size = unsafe { rb_sys::rb_hash_size_num(hash.as_raw()) };
+        self.keys_written = self.keys_written.saturating_add(size as u32);
+        if self.keys_written >= KEY_CACHE_AFTER {
+            self.keys = Some(KeyCache::take());
+        }
+    }
+
     fn pair(
         &mut self,
         ruby: &Ruby,
@@ -843,6 +876,13 @@ impl Gen<'_> {
             self.out.extend_from_slice(nl);
         }
         push_indent(&mut self.out, &self.cfg.indent, depth);
+        if let Some(keys) = &self.keys {
+            if let (true, Some(written)) = (self.unprotected > 0, keys.get(key.as_raw())) {
+                core::push_bytes(&mut self.out, written);
+                return self.value(ruby, value);
+            }
+        }
+        let mark = self.out.len();
         if key.class().as_raw() == ruby.class_string().as_raw() {
             self.string(ruby, RString::from_value(key).expect("a String"))?;
         } else if let Some(sym) = Symbol::from_value(key) {
@@ -856,6 +896,12 @@ impl Gen<'_> {
             self.value(ruby, s)?;
         }
         core::push_bytes(&mut self.out, &self.object_delim2);
+        if let (Some(keys), true) = (&mut self.keys, self.unprotected > 0) {
+            let written = &self.out[mark..];
+            if written.len() <= key_cache::MAX_LEN {
+                keys.put(key.as_raw(), written);
+            }
+        }
         self.value(ruby, value)
     }
 

@@ -8,6 +8,7 @@
 //! gem's own parser when the instance is created: before anything else happened.
 
 mod generator;
+mod key_cache;
 mod parser;
 mod sink;
 mod stack;
