@@ -1,8 +1,9 @@
 //! The written form of Hash keys (`"key":` with the state's delimiter), remembered by the
 //! key object's VALUE during one generation: documents repeat a few keys many times
-//! (twitter.json: 13,345 pairs, about 50 distinct keys, each one frozen String object),
-//! and a hit skips reading the key object, checking its encoding and code range, and
-//! scanning it for escapes.
+//! (twitter.json: 13,345 pairs, 94 distinct keys, each one frozen String object; 94% of
+//! its pairs find their key in the 128 slots, 97% would in 256 or 512), and a hit skips
+//! reading the key object, checking its encoding and code range, and scanning it for
+//! escapes.
 //!
 //! An entry is only valid while no Ruby code can run: then no object is freed (so no
 //! VALUE can come to name another object) and no String can change. The generator bumps
