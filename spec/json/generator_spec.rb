@@ -287,6 +287,18 @@ RSpec.describe "RustyStdlib::JSON::Generator" do
       expect(ours).to eq(gems)
     end
 
+    # Ours writes an empty Array in the compact layout without touching the depth.
+    it "writes empty Arrays at and past the nesting limit like the gem" do
+      [[], [[]], [[[]]], { "a" => [[], {}, [[]]] }].each do |value|
+        [1, 2, 3, false].each do |max|
+          expect_gen_parity { JSON.generate(value, max_nesting: max) }
+          expect_gen_parity { JSON.pretty_generate(value, max_nesting: max) }
+        end
+        expect_gen_parity { |g| s = g::State.new(depth: 2, max_nesting: 3); [(s.generate(value) rescue $!.message), s.depth] }
+        expect_gen_parity { JSON.generate(value, array_nl: "\n", indent: " ") }
+      end
+    end
+
     it "generates deep structures without max_nesting like the gem" do
       deep = [1]
       3000.times { deep = [deep] }

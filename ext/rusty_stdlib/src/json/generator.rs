@@ -906,6 +906,17 @@ impl Gen<'_> {
     }
 
     fn array(&mut self, ruby: &Ruby, ary: RArray) -> Result<(), Error> {
+        // An empty Array (most of citm_catalog.json's 10,451) in the compact layout is
+        // `[]` whenever the nesting check passes; the depth it would set is put back at
+        // once. Anything else (an error to raise among them) takes the general way.
+        if unsafe { rb_sys::RARRAY_LEN(ary.as_raw()) } == 0 && self.cfg.array_nl.is_none() {
+            let max = self.cfg.max_nesting;
+            let depth = self.state.depth.get() + 1;
+            if (max == 0 || depth <= max) && depth <= 256 {
+                core::push_bytes(&mut self.out, b"[]");
+                return Ok(());
+            }
+        }
         let depth = self.enter(ruby)?;
         self.out.push(b'[');
         if let Some(nl) = &self.cfg.array_nl {
