@@ -21,7 +21,7 @@ module RustyStdlib
   # reachable as RustyStdlib::JSON.stdlib_parser.
   #
   # The option-less JSON.parse(source) and JSON.generate(obj), the commonest calls, skip
-  # making a Parser or State object (PlainParse, PlainGenerate below), and otherwise run
+  # making a Parser or State object (PlainParse below, and the native PlainGenerate), and otherwise run
   # the gem's own JSON.parse / JSON.generate.
   module JSON
     # json gem versions whose parser spec/json proves we match (Ruby 3.1 ships 2.6.1,
@@ -113,19 +113,8 @@ module RustyStdlib
       end
     end
 
-    # `JSON.generate(obj)` with no options is `State.new.generate(obj)` in the gem; while
-    # our State is JSON::State, Generator.try_generate writes it without making the
-    # State, and gives nil (nothing done) where the State is needed after all: user
-    # code, an error. Everything else goes the gem's way.
-    module PlainGenerate
-      def generate(obj, opts = nil)
-        if opts.nil? && ::JSON::State.equal?(Generator::State)
-          result = Generator.try_generate(obj)
-          return result if result
-        end
-        super
-      end
-    end
+    # PlainGenerate, whose #generate writes `JSON.generate(obj)` without making a State
+    # and otherwise calls the gem's, is native: ext/rusty_stdlib/src/json/generator.rs.
   end
 end
 

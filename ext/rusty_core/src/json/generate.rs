@@ -203,33 +203,104 @@ fn needs_escape_in(block: u64, slash: bool) -> bool {
 /// numbers, delimiters) that make up most of a document.
 #[inline(always)]
 pub fn push_bytes(out: &mut Vec<u8>, b: &[u8]) {
+    out.reserve(b.len());
+    // SAFETY: `b.len()` bytes are reserved after `len`.
+    unsafe {
+        copy_bytes(b, out.as_mut_ptr().add(out.len()));
+        out.set_len(out.len() + b.len());
+    }
+}
+
+/// Copies `b` to `dst`: pieces up to 32 bytes as two overlapping loads and stores of the
+/// largest size that fits, longer ones with `memcpy`.
+///
+/// # Safety
+/// `dst` must be valid for `b.len()` bytes of writes and not overlap `b`.
+#[inline(always)]
+unsafe fn copy_bytes(b: &[u8], dst: *mut u8) {
     let n = b.len();
-    if n > 16 {
-        out.extend_from_slice(b);
+    let src = b.as_ptr();
+    // Every read is inside `b` (the moves overlap in the middle instead of reading past
+    // either end).
+    if n > 32 {
+        std::ptr::copy_nonoverlapping(src, dst, n);
+    } else if n >= 16 {
+        let lo = (src as *const u128).read_unaligned();
+        let hi = (src.add(n - 16) as *const u128).read_unaligned();
+        (dst as *mut u128).write_unaligned(lo);
+        (dst.add(n - 16) as *mut u128).write_unaligned(hi);
+    } else if n >= 8 {
+        let lo = (src as *const u64).read_unaligned();
+        let hi = (src.add(n - 8) as *const u64).read_unaligned();
+        (dst as *mut u64).write_unaligned(lo);
+        (dst.add(n - 8) as *mut u64).write_unaligned(hi);
+    } else if n >= 4 {
+        let lo = (src as *const u32).read_unaligned();
+        let hi = (src.add(n - 4) as *const u32).read_unaligned();
+        (dst as *mut u32).write_unaligned(lo);
+        (dst.add(n - 4) as *mut u32).write_unaligned(hi);
+    } else {
+        for i in 0..n {
+            *dst.add(i) = *src.add(i);
+        }
+    }
+}
+
+/// Whether any byte of `s` needs an escape (a control character, `"`, `\\`, or with
+/// `slash` a `/`). Most strings need none and are then copied whole; every length is
+/// read in at most two overlapping words or 16-byte blocks per 16 bytes, never a byte
+/// at a time.
+#[inline(always)]
+fn needs_escape(s: &[u8], slash: bool) -> bool {
+    let n = s.len();
+    let p = s.as_ptr();
+    // SAFETY: every read is inside `s` (the short cases overlap in the middle).
+    unsafe {
+        if n >= 16 {
+            return find_escape(s, 0, slash) < n;
+        }
+        if n >= 8 {
+            let lo = (p as *const u64).read_unaligned();
+            let hi = (p.add(n - 8) as *const u64).read_unaligned();
+            return needs_escape_in(lo, slash) || needs_escape_in(hi, slash);
+        }
+        // Which byte of the word is which does not matter: only whether any needs one.
+        let block = if n >= 4 {
+            let lo = (p as *const u32).read_unaligned() as u64;
+            let hi = (p.add(n - 4) as *const u32).read_unaligned() as u64;
+            lo | (hi << 32)
+        } else {
+            // The missing bytes are spaces, which need no escape.
+            let mut block = ONES * b' ' as u64;
+            for i in 0..n {
+                block = (block & !(0xff << (8 * i))) | ((*p.add(i) as u64) << (8 * i));
+            }
+            block
+        };
+        needs_escape_in(block, slash)
+    }
+}
+
+/// A JSON string `"..."` of `s`, which the caller knows to be well-formed UTF-8 (without
+/// `ascii_only`) or plain ASCII (with or without it): one reserve and one copy when no
+/// byte needs an escape, as in most strings.
+#[inline]
+pub fn quote_valid_utf8(s: &[u8], escape_slash: bool, out: &mut Vec<u8>) {
+    if needs_escape(s, escape_slash) {
+        out.push(b'"');
+        escape_valid_utf8(s, escape_slash, out);
+        out.push(b'"');
         return;
     }
-    out.reserve(n);
-    // SAFETY: `n` bytes are reserved after `len`; every read is inside `b` (the 8- and
-    // 4-byte moves overlap in the middle instead of reading past either end).
+    let n = s.len();
+    out.reserve(n + 2);
+    // SAFETY: `n + 2` bytes are reserved after `len`.
     unsafe {
         let dst = out.as_mut_ptr().add(out.len());
-        let src = b.as_ptr();
-        if n >= 8 {
-            let lo = (src as *const u64).read_unaligned();
-            let hi = (src.add(n - 8) as *const u64).read_unaligned();
-            (dst as *mut u64).write_unaligned(lo);
-            (dst.add(n - 8) as *mut u64).write_unaligned(hi);
-        } else if n >= 4 {
-            let lo = (src as *const u32).read_unaligned();
-            let hi = (src.add(n - 4) as *const u32).read_unaligned();
-            (dst as *mut u32).write_unaligned(lo);
-            (dst.add(n - 4) as *mut u32).write_unaligned(hi);
-        } else {
-            for i in 0..n {
-                *dst.add(i) = *src.add(i);
-            }
-        }
-        out.set_len(out.len() + n);
+        *dst = b'"';
+        copy_bytes(s, dst.add(1));
+        *dst.add(n + 1) = b'"';
+        out.set_len(out.len() + n + 2);
     }
 }
 
@@ -308,31 +379,37 @@ const DIGIT_PAIRS: &[u8; 200] = b"\
 6061626364656667686970717273747576777879\
 8081828384858687888990919293949596979899";
 
-/// Appends `n` in decimal.
+/// Appends `n` in decimal, its digits written in place from the last one (assembling
+/// them in a stack buffer first and copying that stalled on the partial stores).
 #[inline]
 pub fn write_i64(n: i64, out: &mut Vec<u8>) {
-    let mut buf = [0u8; 20];
-    let mut pos = buf.len();
     let mut v = n.unsigned_abs();
-    while v >= 100 {
-        let pair = (v % 100) as usize * 2;
-        v /= 100;
-        pos -= 2;
-        buf[pos..pos + 2].copy_from_slice(&DIGIT_PAIRS[pair..pair + 2]);
+    let digits = v.checked_ilog10().unwrap_or(0) as usize + 1;
+    let len = digits + (n < 0) as usize;
+    out.reserve(len);
+    // SAFETY: `len` bytes are reserved after `out.len()`, and exactly those are written:
+    // `digits` digits ending at `len`, and the sign (if any) before them.
+    unsafe {
+        let start = out.as_mut_ptr().add(out.len());
+        let mut end = start.add(len);
+        while v >= 100 {
+            let pair = (v % 100) as usize * 2;
+            v /= 100;
+            end = end.sub(2);
+            std::ptr::copy_nonoverlapping(DIGIT_PAIRS.as_ptr().add(pair), end, 2);
+        }
+        if v >= 10 {
+            end = end.sub(2);
+            std::ptr::copy_nonoverlapping(DIGIT_PAIRS.as_ptr().add(v as usize * 2), end, 2);
+        } else {
+            end = end.sub(1);
+            *end = b'0' + v as u8;
+        }
+        if n < 0 {
+            *start = b'-';
+        }
+        out.set_len(out.len() + len);
     }
-    if v >= 10 {
-        let pair = v as usize * 2;
-        pos -= 2;
-        buf[pos..pos + 2].copy_from_slice(&DIGIT_PAIRS[pair..pair + 2]);
-    } else {
-        pos -= 1;
-        buf[pos] = b'0' + v as u8;
-    }
-    if n < 0 {
-        pos -= 1;
-        buf[pos] = b'-';
-    }
-    push_bytes(out, &buf[pos..]);
 }
 
 /// Appends a finite `f` exactly as Ruby's `Float#to_s` writes it: the shortest digits that
@@ -598,6 +675,10 @@ mod tests {
                         let mut checked = Vec::new();
                         escape_checked(&s, false, slash, &mut checked).unwrap();
                         assert_eq!(fast, checked, "{len} {at} {special:?} {slash}");
+                        let mut quoted = b"x".to_vec();
+                        quote_valid_utf8(&s, slash, &mut quoted);
+                        let expected = [&b"x\""[..], &checked, b"\""].concat();
+                        assert_eq!(quoted, expected, "{len} {at} {special:?} {slash}");
                     }
                 }
             }
@@ -632,6 +713,9 @@ mod tests {
                 let mut checked = Vec::new();
                 escape_checked(s.as_bytes(), false, slash, &mut checked).unwrap();
                 assert_eq!(fast, checked, "{s:?}");
+                let mut quoted = Vec::new();
+                quote_valid_utf8(s.as_bytes(), slash, &mut quoted);
+                assert_eq!(quoted, [&b"\""[..], &checked, b"\""].concat(), "{s:?}");
             }
         }
     }

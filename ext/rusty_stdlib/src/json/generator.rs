@@ -25,6 +25,7 @@ use magnus::{
 use rb_sys::{ruby_coderange_type, ruby_value_type, VALUE};
 use rusty_core::json as core;
 
+use super::key_cache::{self, KeyCache};
 use crate::helpers::raw::{flags, set_encoding_index};
 
 /// The layout strings; `None` is the gem's NULL pointer.
@@ -449,7 +450,16 @@ struct Gen<'s> {
     retry: bool,
     /// Cleared after the first retry: from then on every Hash is walked protected.
     unprotected_ok: bool,
+    /// Written keys by key object, used while no Ruby code can run (see `key_cache`);
+    /// made once the generation has written [`KEY_CACHE_AFTER`] keys.
+    keys: Option<Box<KeyCache>>,
+    /// Keys of the Hashes walked while no Ruby code could run, until the table is made.
+    keys_written: u32,
 }
+
+/// A document writes this many keys before its keys are remembered: small ones would
+/// pay for the table and use it little.
+const KEY_CACHE_AFTER: u32 = 32;
 
 impl<'s> Gen<'s> {
     /// `cState_prepare_buffer`.
@@ -495,6 +505,8 @@ impl<'s> Gen<'s> {
             unprotected: 0,
             retry: false,
             unprotected_ok: true,
+            keys: None,
+            keys_written: 0,
         }
     }
 
@@ -526,6 +538,9 @@ fn spare_buffer(capacity: usize) -> Vec<u8> {
 
 impl Drop for Gen<'_> {
     fn drop(&mut self) {
+        if let Some(keys) = self.keys.take() {
+            KeyCache::give_back(keys);
+        }
         if self.out.capacity() <= SPARE_BUFFER_MAX {
             let out = std::mem::take(&mut self.out);
             SPARE_BUFFER.with(|spare| {
@@ -544,8 +559,8 @@ impl Drop for Gen<'_> {
 /// `JSON.generate(obj)` without options, as `State.new.generate(obj)` but with no State
 /// object: the generation runs as in an unprotected Hash walk (see [`Gen::ruby_needed`]),
 /// so it stops, with nothing observable done, where user code or an error would need the
-/// State; nil then tells the shim to take the gem's way (`State.new.generate(obj)`).
-fn try_generate(ruby: &Ruby, obj: Value) -> Result<Value, Error> {
+/// State; `None` then tells the caller to take the gem's way (`State.new.generate(obj)`).
+fn try_generate(ruby: &Ruby, obj: Value) -> Result<Option<RString>, Error> {
     let scratch = State::default();
     let mut gen = Gen::with_state(
         ruby.qnil().as_value(),
@@ -554,10 +569,45 @@ fn try_generate(ruby: &Ruby, obj: Value) -> Result<Value, Error> {
     );
     gen.unprotected = 1;
     match gen.value(ruby, obj) {
-        Ok(()) => Ok(gen.finish(ruby).as_value()),
-        Err(_) if gen.retry => Ok(ruby.qnil().as_value()),
+        Ok(()) => Ok(Some(gen.finish(ruby))),
+        Err(_) if gen.retry => Ok(None),
         Err(e) => Err(e),
     }
+}
+
+/// The ID of `State` (IDs of such names are permanent), looked up once.
+fn state_id() -> rb_sys::ID {
+    static STATE: std::sync::OnceLock<rb_sys::ID> = std::sync::OnceLock::new();
+    *STATE.get_or_init(|| unsafe { rb_sys::rb_intern(c"State".as_ptr()) })
+}
+
+/// `RustyStdlib::JSON::PlainGenerate#generate`, prepended to `JSON`'s singleton class:
+/// `JSON.generate(obj)` (or `JSON.generate(obj, nil)`) is `State.new.generate(obj)` in the
+/// gem (json/common.rb); while `JSON::State` is ours, [`try_generate`] writes it without
+/// the Ruby frame, the State object and `configure`. Every other call (a State or options
+/// given, the wrong number of arguments, another generator installed, user code met on
+/// the way) is the gem's `JSON.generate` through `super`, with the arguments as given.
+fn plain_generate(ruby: &Ruby, rb_self: Value, args: &[Value]) -> Result<Value, Error> {
+    let plain = match args {
+        [obj] => Some(*obj),
+        [obj, opts] if opts.is_nil() => Some(*obj),
+        _ => None,
+    };
+    if let Some(obj) = plain {
+        // What the gem's `State` names (looked up in `JSON`, as common.rb's code does).
+        let module = rb_self.as_raw();
+        let state = protect(|| unsafe { rb_sys::rb_const_get(module, state_id()) })?;
+        if state == ruby.get_inner(&STATE_CLASS).as_raw() {
+            if let Some(result) = try_generate(ruby, obj)? {
+                return Ok(result.as_value());
+            }
+        }
+    }
+    let raw = protect(|| unsafe {
+        let kw = rb_sys::rb_keyword_given_p();
+        rb_sys::rb_call_super_kw(args.len() as _, args.as_ptr() as *const VALUE, kw)
+    })?;
+    Ok(unsafe { Value::from_raw(raw) })
 }
 
 fn partial_generate(ruby: &Ruby, state_value: Value, obj: Value) -> Result<RString, Error> {
@@ -682,7 +732,6 @@ impl Gen<'_> {
             })?;
             s = RString::from_value(unsafe { Value::from_raw(converted) }).expect("a String");
         }
-        self.out.push(b'"');
         let bytes = unsafe { s.as_slice() };
         // Ruby's code range (computed once, then cached in the String) settles what the
         // gem's per-character UTF-8 checks would find: ASCII, or well-formed UTF-8 (Ruby's
@@ -693,8 +742,11 @@ impl Gen<'_> {
                 && !self.cfg.ascii_only
                 && encoding_index(s.as_raw()) == self.utf8);
         if known_good {
-            core::escape_valid_utf8(bytes, self.cfg.escape_slash, &mut self.out);
-        } else if let Err(e) = core::escape_string(
+            core::quote_valid_utf8(bytes, self.cfg.escape_slash, &mut self.out);
+            return Ok(());
+        }
+        self.out.push(b'"');
+        if let Err(e) = core::escape_string(
             bytes,
             self.cfg.ascii_only,
             self.cfg.escape_slash,
@@ -743,6 +795,10 @@ impl Gen<'_> {
         if self.unprotected_ok {
             let mark = self.out.len();
             let depth = self.state.depth.get();
+            // Ruby code may have run since the last walk without it.
+            if let Some(keys) = &mut self.keys {
+                keys.invalidate();
+            }
             self.unprotected += 1;
             let result = self.object_walk(ruby, hash, false);
             self.unprotected -= 1;
@@ -760,6 +816,9 @@ impl Gen<'_> {
 
     fn object_walk(&mut self, ruby: &Ruby, hash: RHash, protected: bool) -> Result<(), Error> {
         let depth = self.enter(ruby)?;
+        if self.keys.is_none() && !protected {
+            self.count_keys(hash);
+        }
         self.out.push(b'{');
         let mut walk = PairWalk {
             gen: self,
@@ -791,6 +850,17 @@ impl Gen<'_> {
         Ok(())
     }
 
+    /// Counts the keys written while no Ruby code can run, and makes the key table once
+    /// there were [`KEY_CACHE_AFTER`].
+    #[inline(never)]
+    fn count_keys(&mut self, hash: RHash) {
+        let size = unsafe { rb_sys::rb_hash_size_num(hash.as_raw()) };
+        self.keys_written = self.keys_written.saturating_add(size as u32);
+        if self.keys_written >= KEY_CACHE_AFTER {
+            self.keys = Some(KeyCache::take());
+        }
+    }
+
     fn pair(
         &mut self,
         ruby: &Ruby,
@@ -806,6 +876,13 @@ impl Gen<'_> {
             self.out.extend_from_slice(nl);
         }
         push_indent(&mut self.out, &self.cfg.indent, depth);
+        if let Some(keys) = &self.keys {
+            if let (true, Some(written)) = (self.unprotected > 0, keys.get(key.as_raw())) {
+                core::push_bytes(&mut self.out, written);
+                return self.value(ruby, value);
+            }
+        }
+        let mark = self.out.len();
         if key.class().as_raw() == ruby.class_string().as_raw() {
             self.string(ruby, RString::from_value(key).expect("a String"))?;
         } else if let Some(sym) = Symbol::from_value(key) {
@@ -819,10 +896,27 @@ impl Gen<'_> {
             self.value(ruby, s)?;
         }
         core::push_bytes(&mut self.out, &self.object_delim2);
+        if let (Some(keys), true) = (&mut self.keys, self.unprotected > 0) {
+            let written = &self.out[mark..];
+            if written.len() <= key_cache::MAX_LEN {
+                keys.put(key.as_raw(), written);
+            }
+        }
         self.value(ruby, value)
     }
 
     fn array(&mut self, ruby: &Ruby, ary: RArray) -> Result<(), Error> {
+        // An empty Array (most of citm_catalog.json's 10,451) in the compact layout is
+        // `[]` whenever the nesting check passes; the depth it would set is put back at
+        // once. Anything else (an error to raise among them) takes the general way.
+        if unsafe { rb_sys::RARRAY_LEN(ary.as_raw()) } == 0 && self.cfg.array_nl.is_none() {
+            let max = self.cfg.max_nesting;
+            let depth = self.state.depth.get() + 1;
+            if (max == 0 || depth <= max) && depth <= 256 {
+                core::push_bytes(&mut self.out, b"[]");
+                return Ok(());
+            }
+        }
         let depth = self.enter(ruby)?;
         self.out.push(b'[');
         if let Some(nl) = &self.cfg.array_nl {
@@ -986,9 +1080,10 @@ fn object_to_json(ruby: &Ruby, rb_self: Value, args: &[Value]) -> Result<Value, 
 }
 
 pub fn init(ruby: &Ruby, json: RModule) -> Result<(), Error> {
-    use magnus::{function, method};
+    use magnus::method;
     let generator = json.define_module("Generator")?;
-    generator.define_singleton_method("try_generate", function!(try_generate, 1))?;
+    let plain = json.define_module("PlainGenerate")?;
+    plain.define_method("generate", method!(plain_generate, -1))?;
     let state = generator.define_class("State", ruby.class_object())?;
     state.define_alloc_func::<State>();
     state.define_singleton_method("from_state", method!(State::from_state, 1))?;

@@ -9,6 +9,7 @@
 
 mod dialect;
 mod generator;
+mod key_cache;
 mod parser;
 mod sink;
 mod stack;
