@@ -81,8 +81,7 @@ module RustyStdlib
       # parsed there; when the whole head is too and the response's add_field,
       # set_field and append_field_value are Net::HTTPHeader's (checked natively), the
       # fields go into the new response's header Hash natively, as those methods would
-      # put them, and status line and head are consumed at once (a response class
-      # whose initialize raises finds the status line unconsumed). Otherwise each step
+      # put them, and status line and head are consumed at once. Otherwise each step
       # is the stdlib's.
       def read_new(sock) # :nodoc:
         if sock.instance_of?(Net::BufferedIO)
@@ -90,7 +89,15 @@ module RustyStdlib
           sock.__send__(:rbuf_fill) while (status = Native.buffered_status_line(sock)) == false
         end
         if status
-          res = response_class(status[1]).new(status[0], status[1], status[2])
+          # The stdlib has read the status line before it makes the response: a class
+          # whose initialize raises (or throws) finds it consumed.
+          made = false
+          begin
+            res = response_class(status[1]).new(status[0], status[1], status[2])
+            made = true
+          ensure
+            sock.__send__(:rbuf_consume, status[3]) unless made
+          end
           if (consumed = Native.read_head_fields(sock, res, status[3], Net::HTTPHeader))
             sock.__send__(:rbuf_consume, consumed)
             return res

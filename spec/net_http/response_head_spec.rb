@@ -121,6 +121,38 @@ RSpec.describe "Net::HTTPResponse head parsing (RustyStdlib::NetHttp :response_h
     end
   end
 
+  it "leaves the status line consumed when the response class's initialize raises or throws" do
+    failing = [
+      Class.new(Net::HTTPOK) { def initialize(*) = raise(ArgumentError, "no response") },
+      Class.new(Net::HTTPOK) { def initialize(*) = throw(:no_response) },
+    ]
+    text = "HTTP/1.1 200 OK\r\nA: 1\r\n\r\nHTTP/1.1 404 Not Found\r\nB: 2\r\n\r\n"
+    failing.each do |klass|
+      expect_codec_parity do
+        stub_const("Net::HTTPResponse::CODE_TO_OBJ", Net::HTTPResponse::CODE_TO_OBJ.merge("200" => klass))
+        io = Net::BufferedIO.new(StringIO.new(text.b))
+        first = outcome_of { catch(:no_response) { Net::HTTPResponse.read_new(io) } }
+        # What the next read finds: the stdlib read "A: 1" as the next status line.
+        [first.klass, first.value.to_s, outcome_of { read_head(io) }.value.to_s, io.read_all]
+      end
+    end
+  end
+
+  it "reads heads with many fields, repeated names and long names like the stdlib" do
+    names = Array.new(80) { |i| i.even? ? "Set-Cookie" : "X-#{i}" }
+    heads = [
+      names.first(64), names.first(65), names.first(80),
+      Array.new(40) { |i| "X-#{'n' * 60}-#{i}" }, # past 2 KB of names
+      %w[A a A b B c] * 3,
+    ]
+    # Under GC stress (a full GC per allocation): a head with more names than a Hash
+    # keeps in its small table, and repeated names.
+    (Parity::GC_STRESS ? [names.first(20)] : heads).each do |head|
+      fields = head.each_with_index.map { |name, i| "#{name}: v#{i}\r\n" }.join
+      expect_codec_parity { parse("HTTP/1.1 200 OK\r\n#{fields}\r\nbody", log: false) }
+    end
+  end
+
   it "reads heads split at every byte boundary like the stdlib" do
     text = "HTTP/1.1 200 OK\r\n#{header_blocks[1]}#{header_blocks[2]}\r\nbody"
     NetHttpHelper.sample((0..text.bytesize).to_a, 3).each do |split|

@@ -12,6 +12,7 @@ mod chunked;
 mod form;
 mod header;
 mod ids;
+mod keys;
 mod request;
 mod response;
 mod strings;
