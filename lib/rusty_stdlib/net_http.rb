@@ -107,8 +107,10 @@ module RustyStdlib
           httpv, code, msg = read_status_line(sock)
           res = response_class(code).new(httpv, code, msg)
         end
-        each_response_header(sock) do |k, v|
-          res.add_field k, v
+        # The call sits where the stdlib's does, column and all: error_highlight quotes
+        # the line in a NoMethodError's message (e.g. for a private add_field).
+        each_response_header(sock) do |k,v|
+        res.add_field k, v
         end
         res
       end
@@ -325,6 +327,13 @@ module RustyStdlib
         @pieces.keys
       end
 
+      # Whether read_new tells stock add_field & co apart by their method entries (see
+      # ext/rusty_stdlib/src/net_http/methods.rs; Ruby 3.1), which also catches a
+      # redefinition in Net::HTTPHeader itself; elsewhere it compares owners.
+      def stock_methods_known?
+        @stock_methods_known == true
+      end
+
       # Every piece's state: :installed, or why it is not.
       def piece_status
         SEAMS.to_h do |piece, mod, target, file|
@@ -358,6 +367,7 @@ module RustyStdlib
           target.prepend(mod)
           @pieces[piece] = mod
         end
+        remember_stock_methods
         watch_requires unless @pieces.size == SEAMS.size
       end
 
@@ -377,6 +387,23 @@ module RustyStdlib
       end
 
       private
+
+      # Tells the native side which add_field, set_field and append_field_value are
+      # the stock ones (Net::HTTPHeader's, from net/http/header.rb), so that read_new
+      # can see cheaply whether a response still reaches them
+      # (ext/rusty_stdlib/src/net_http/methods.rs). Once, when net/http is loaded.
+      def remember_stock_methods
+        return if @remembered || !loaded?(:response_head)
+
+        @remembered = true
+        probe = Class.new { include Net::HTTPHeader }
+        fields = %i[add_field set_field append_field_value]
+        stock = fields.all? do |name|
+          method = probe.instance_method(name)
+          method.owner == Net::HTTPHeader && method.source_location&.first.to_s.end_with?("/net/http/header.rb")
+        end
+        @stock_methods_known = stock && Native.remember_stock(probe, fields)
+      end
 
       def watch_requires
         return if @watching

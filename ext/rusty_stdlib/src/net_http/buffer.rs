@@ -14,6 +14,7 @@ use std::sync::OnceLock;
 
 use super::ids::id;
 use super::keys;
+use super::methods;
 
 use super::strings::{binary_index, is_exact, new_with_index};
 
@@ -260,16 +261,25 @@ static ID_SET_FIELD: OnceLock<rb_sys::ID> = OnceLock::new();
 static ID_APPEND_FIELD_VALUE: OnceLock<rb_sys::ID> = OnceLock::new();
 static ID_OWNER: OnceLock<rb_sys::ID> = OnceLock::new();
 
-/// Whether `response.method(name).owner` (Kernel#method, as the response class may
-/// define its own `method`) is `owner` for add_field, set_field and append_field_value:
-/// the methods the stdlib's read_new reaches through `res.add_field`. False when
-/// looking one up raises (the stdlib's own call then raises as it would).
+/// Whether add_field, set_field and append_field_value (the methods the stdlib's
+/// read_new reaches through `res.add_field`) are the stock ones: the remembered
+/// definitions (see `methods`) where this Ruby can tell, else `response.method(name)
+/// .owner` (Kernel#method, as the response class may define its own `method`) is
+/// `owner`. False when looking one up raises (the stdlib's own call then raises as it
+/// would).
 fn stock_field_methods(response: Value, owner: Value) -> bool {
     let names = [
         id(&ID_ADD_FIELD, c"add_field"),
         id(&ID_SET_FIELD, c"set_field"),
         id(&ID_APPEND_FIELD_VALUE, c"append_field_value"),
     ];
+    // The remembered stock methods, where this Ruby tells them apart cheaply.
+    let raw = response.as_raw();
+    if !rb_sys::SPECIAL_CONST_P(raw) {
+        if let Some(stock) = methods::stock(crate::helpers::raw::class_of(raw), &names) {
+            return stock;
+        }
+    }
     let owner_id = id(&ID_OWNER, c"owner");
     names.iter().all(|&name| {
         magnus::rb_sys::protect(|| unsafe {
