@@ -19,7 +19,11 @@
 //! callers ask Ruby as before.
 //!
 //! (Measured and not kept: the same check per pair in each_capitalized, to make the
-//! names without calling `capitalize`: the lookup costs about what the call does.)
+//! names without calling `capitalize`: the lookup costs about what the call does. Nor
+//! can a walk look up once and then watch the entry's METHOD_ENTRY_INVALIDATED flag:
+//! Ruby 3.1 sets it only where the class has subclasses; for a leaf class such as
+//! Net::HTTP::Get a new method drops the class's cache entries instead, leaving the
+//! old entry unflagged.)
 
 use std::{cell::UnsafeCell, ffi::c_void, sync::OnceLock};
 
