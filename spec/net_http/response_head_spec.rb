@@ -146,11 +146,14 @@ RSpec.describe "Net::HTTPResponse head parsing (RustyStdlib::NetHttp :response_h
 
     text = "HTTP/1.1 200 OK\r\nA: 1\r\nA: 2\r\n\r\n"
     stock = Net::HTTPHeader.instance_method(:add_field)
+    verbose = $VERBOSE
+    $VERBOSE = nil # "method redefined", on purpose
     begin
       Net::HTTPHeader.define_method(:add_field) { |key, val| stock.bind_call(self, "own-#{key}", val) }
       expect_codec_parity { read_head(Net::BufferedIO.new(StringIO.new(text.b)))[4] }
     ensure
       Net::HTTPHeader.define_method(:add_field, stock)
+      $VERBOSE = verbose
     end
     # The stock method put back is the stock one again (the fast path takes it).
     before = GC.stat(:total_allocated_objects)
