@@ -3,13 +3,16 @@
 //! read_new's fast path skips the calls of add_field & co only while those are the
 //! stdlib's. Asking Ruby (`obj.method(name).owner`) makes a Method object per question
 //! (three per response). Instead,
-//! where libruby exports `rb_callable_method_entry_without_refinements` (Ruby 3.1; 3.3
-//! hides it), the method entry a call from outside any refinement reaches is looked up
-//! in the class's method cache, and its definition and visibility are compared with the
-//! ones remembered when the shim installed the pieces (`remember`). A new definition
-//! anywhere in the ancestry (a subclass's, a prepended module's, a singleton method, a
-//! redefinition in the stdlib's own module, an alias to another method, a visibility
-//! change) reaches another entry, whose definition or visibility differs. The
+//! where libruby exports `rb_callable_method_entry` (Ruby 3.1; 3.3 hides it), the
+//! method entry a call reaches is looked up in the class's method cache, and its
+//! definition and visibility are compared with the ones remembered when the shim
+//! installed the pieces (`remember`). A new definition anywhere in the ancestry (a
+//! subclass's, a prepended module's, a singleton method, a redefinition in the stdlib's
+//! own module, an alias to another method, a visibility change) reaches another entry,
+//! whose definition or visibility differs. So does a method that any refinement
+//! refines: its entry is the refinement wrapper (deliberately not resolved, as
+//! `..._without_refinements` would: after a redefinition under a refinement, Ruby 3.1's
+//! calls and that lookup disagree), so refined methods always take the stdlib's path. The
 //! remembered definitions are pinned: an UnboundMethod of each is kept alive, so their
 //! memory can never be reused by a later definition.
 //!
@@ -40,7 +43,7 @@ struct MethodEntry {
     owner: VALUE,
 }
 
-type Lookup = unsafe extern "C" fn(VALUE, ID, *mut VALUE) -> *const MethodEntry;
+type Lookup = unsafe extern "C" fn(VALUE, ID) -> *const MethodEntry;
 
 /// The lookup, once found and checked.
 static LOOKUP: OnceLock<Option<Lookup>> = OnceLock::new();
@@ -72,10 +75,7 @@ fn visibility(entry: &MethodEntry) -> u32 {
 
 fn lookup() -> Option<Lookup> {
     *LOOKUP.get_or_init(|| unsafe {
-        let symbol = libc::dlsym(
-            libc::RTLD_DEFAULT,
-            c"rb_callable_method_entry_without_refinements".as_ptr(),
-        );
+        let symbol = libc::dlsym(libc::RTLD_DEFAULT, c"rb_callable_method_entry".as_ptr());
         if symbol.is_null() {
             return None;
         }
@@ -86,7 +86,7 @@ fn lookup() -> Option<Lookup> {
 
 /// The entry `klass`'s instances reach for `name`, when it is a method entry.
 unsafe fn entry(lookup: Lookup, klass: VALUE, name: ID) -> Option<&'static MethodEntry> {
-    let entry = lookup(klass, name, std::ptr::null_mut());
+    let entry = lookup(klass, name);
     if entry.is_null() {
         return None;
     }
