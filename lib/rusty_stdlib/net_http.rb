@@ -17,7 +17,8 @@ module RustyStdlib
   #   block, for requests that do not override each_capitalized / capitalize;
   # - :chunked_body — Net::HTTPResponse#read_chunked: whole chunks straight from
   #   Net::BufferedIO's read buffer into a String body; the socket reads, the inflater,
-  #   debug output and read_body's block stay the stdlib's, in the same order.
+  #   debug output and read_body's block stay the stdlib's, in the same order; and
+  #   #read_body_0, which goes to read_chunked directly for an undecoded chunked body.
   #
   # Each piece is a module prepended at the stdlib methods. Its methods ask the native
   # fast path first; that returns nil for arguments it does not take (decided before
@@ -231,6 +232,18 @@ module RustyStdlib
 
       private
 
+      # Net::HTTPResponse#read_body_0's plain case: no decoding asked for (so the
+      # stdlib's inflater yields @socket itself) and a body chunked? finds chunked, told
+      # natively where that runs none but the stdlib's own code (Ruby 3.1; see
+      # ext/rusty_stdlib/src/net_http/body.rs): read_chunked straight away, as the
+      # inflater's block does. Everything else: the stdlib's.
+      def read_body_0(dest) # :nodoc:
+        return super unless (!Net::HTTP::HAVE_ZLIB || !@decode_content) && Native.plain_chunked(self)
+
+        read_chunked dest, @socket
+        nil
+      end
+
       def read_chunked(dest, chunk_data_io) # :nodoc:
         sock = @socket
         # Through an inflater (gzip/deflate) or a socket of another class: the stdlib.
@@ -388,10 +401,11 @@ module RustyStdlib
 
       private
 
-      # Tells the native side which add_field, set_field and append_field_value are
-      # the stock ones (Net::HTTPHeader's, from net/http/header.rb), so that read_new
-      # can see cheaply whether a response still reaches them
-      # (ext/rusty_stdlib/src/net_http/methods.rs). Once, when net/http is loaded.
+      # Tells the native side which add_field, set_field and append_field_value (for
+      # read_new) and inflater, chunked?, [] and read_chunked (for read_body_0) are the
+      # stock ones (the stdlib's from its files, and ours), so that it can see cheaply
+      # whether a response still reaches them (ext/rusty_stdlib/src/net_http/methods.rs).
+      # Once, when net/http is loaded.
       def remember_stock_methods
         return if @remembered || !loaded?(:response_head)
 
@@ -403,6 +417,13 @@ module RustyStdlib
           method.owner == Net::HTTPHeader && method.source_location&.first.to_s.end_with?("/net/http/header.rb")
         end
         @stock_methods_known = stock && Native.remember_stock(probe, fields)
+        body = { inflater: [Net::HTTPResponse, "response.rb"], chunked?: [Net::HTTPHeader, "header.rb"],
+                 "[]": [Net::HTTPHeader, "header.rb"], read_chunked: [ChunkedBody, nil] }
+        body_stock = body.all? do |name, (owner, file)|
+          method = Net::HTTPResponse.instance_method(name)
+          method.owner == owner && (file.nil? || method.source_location&.first.to_s.end_with?("/net/http/#{file}"))
+        end
+        Native.remember_stock(Net::HTTPResponse, body.keys) if body_stock
       end
 
       def watch_requires
