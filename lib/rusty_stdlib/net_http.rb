@@ -17,7 +17,8 @@ module RustyStdlib
   #   block, for requests that do not override each_capitalized / capitalize;
   # - :chunked_body — Net::HTTPResponse#read_chunked: whole chunks straight from
   #   Net::BufferedIO's read buffer into a String body; the socket reads, the inflater,
-  #   debug output and read_body's block stay the stdlib's, in the same order.
+  #   debug output and read_body's block stay the stdlib's, in the same order; and
+  #   #read_body_0, which goes to read_chunked directly for an undecoded chunked body.
   #
   # Each piece is a module prepended at the stdlib methods. Its methods ask the native
   # fast path first; that returns nil for arguments it does not take (decided before
@@ -81,8 +82,7 @@ module RustyStdlib
       # parsed there; when the whole head is too and the response's add_field,
       # set_field and append_field_value are Net::HTTPHeader's (checked natively), the
       # fields go into the new response's header Hash natively, as those methods would
-      # put them, and status line and head are consumed at once (a response class
-      # whose initialize raises finds the status line unconsumed). Otherwise each step
+      # put them, and status line and head are consumed at once. Otherwise each step
       # is the stdlib's.
       def read_new(sock) # :nodoc:
         if sock.instance_of?(Net::BufferedIO)
@@ -90,7 +90,15 @@ module RustyStdlib
           sock.__send__(:rbuf_fill) while (status = Native.buffered_status_line(sock)) == false
         end
         if status
-          res = response_class(status[1]).new(status[0], status[1], status[2])
+          # The stdlib has read the status line before it makes the response: a class
+          # whose initialize raises (or throws) finds it consumed.
+          made = false
+          begin
+            res = response_class(status[1]).new(status[0], status[1], status[2])
+            made = true
+          ensure
+            sock.__send__(:rbuf_consume, status[3]) unless made
+          end
           if (consumed = Native.read_head_fields(sock, res, status[3], Net::HTTPHeader))
             sock.__send__(:rbuf_consume, consumed)
             return res
@@ -100,8 +108,10 @@ module RustyStdlib
           httpv, code, msg = read_status_line(sock)
           res = response_class(code).new(httpv, code, msg)
         end
-        each_response_header(sock) do |k, v|
-          res.add_field k, v
+        # The call sits where the stdlib's does, column and all: error_highlight quotes
+        # the line in a NoMethodError's message (e.g. for a private add_field).
+        each_response_header(sock) do |k,v|
+        res.add_field k, v
         end
         res
       end
@@ -222,6 +232,18 @@ module RustyStdlib
 
       private
 
+      # Net::HTTPResponse#read_body_0's plain case: no decoding asked for (so the
+      # stdlib's inflater yields @socket itself) and a body chunked? finds chunked, told
+      # natively where that runs none but the stdlib's own code (Ruby 3.1; see
+      # ext/rusty_stdlib/src/net_http/body.rs): read_chunked straight away, as the
+      # inflater's block does. Everything else: the stdlib's.
+      def read_body_0(dest) # :nodoc:
+        return super unless (!Net::HTTP::HAVE_ZLIB || !@decode_content) && Native.plain_chunked(self)
+
+        read_chunked dest, @socket
+        nil
+      end
+
       def read_chunked(dest, chunk_data_io) # :nodoc:
         sock = @socket
         # Through an inflater (gzip/deflate) or a socket of another class: the stdlib.
@@ -318,6 +340,13 @@ module RustyStdlib
         @pieces.keys
       end
 
+      # Whether read_new tells stock add_field & co apart by their method entries (see
+      # ext/rusty_stdlib/src/net_http/methods.rs; Ruby 3.1), which also catches a
+      # redefinition in Net::HTTPHeader itself; elsewhere it compares owners.
+      def stock_methods_known?
+        @stock_methods_known == true
+      end
+
       # Every piece's state: :installed, or why it is not.
       def piece_status
         SEAMS.to_h do |piece, mod, target, file|
@@ -351,6 +380,7 @@ module RustyStdlib
           target.prepend(mod)
           @pieces[piece] = mod
         end
+        remember_stock_methods
         watch_requires unless @pieces.size == SEAMS.size
       end
 
@@ -370,6 +400,31 @@ module RustyStdlib
       end
 
       private
+
+      # Tells the native side which add_field, set_field and append_field_value (for
+      # read_new) and inflater, chunked?, [] and read_chunked (for read_body_0) are the
+      # stock ones (the stdlib's from its files, and ours), so that it can see cheaply
+      # whether a response still reaches them (ext/rusty_stdlib/src/net_http/methods.rs).
+      # Once, when net/http is loaded.
+      def remember_stock_methods
+        return if @remembered || !loaded?(:response_head)
+
+        @remembered = true
+        probe = Class.new { include Net::HTTPHeader }
+        fields = %i[add_field set_field append_field_value]
+        stock = fields.all? do |name|
+          method = probe.instance_method(name)
+          method.owner == Net::HTTPHeader && method.source_location&.first.to_s.end_with?("/net/http/header.rb")
+        end
+        @stock_methods_known = stock && Native.remember_stock(probe, fields)
+        body = { inflater: [Net::HTTPResponse, "response.rb"], chunked?: [Net::HTTPHeader, "header.rb"],
+                 "[]": [Net::HTTPHeader, "header.rb"], read_chunked: [ChunkedBody, nil] }
+        body_stock = body.all? do |name, (owner, file)|
+          method = Net::HTTPResponse.instance_method(name)
+          method.owner == owner && (file.nil? || method.source_location&.first.to_s.end_with?("/net/http/#{file}"))
+        end
+        Native.remember_stock(Net::HTTPResponse, body.keys) if body_stock
+      end
 
       def watch_requires
         return if @watching

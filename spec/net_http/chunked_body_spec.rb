@@ -54,6 +54,36 @@ RSpec.describe "Net::HTTPResponse#read_chunked (RustyStdlib::NetHttp :chunked_bo
     end
   end
 
+  it "finds bodies chunked (read_body_0's plain case) as the stdlib's chunked? does" do
+    encodings = ["chunked", "Chunked", "gzip, chunked", "chunked-ext", "x_chunked", "chunked\r\nTransfer-Encoding: gzip",
+                 "gzip\r\nTransfer-Encoding: chunked", "ch\u00fcnked, chunked", "identity"]
+    NetHttpHelper.sample(encodings, 4).each do |encoding|
+      body = "5\r\nhello\r\n0\r\n\r\n"
+      text = "HTTP/1.1 200 OK\r\nTransfer-Encoding: #{encoding}\r\nContent-Length: #{body.bytesize}\r\n\r\n#{body}"
+      [false, true].each do |decode|
+        expect_codec_parity { read_response(text, decode: decode) }
+        expect_codec_parity { read_response(text, decode: decode, block: true) }
+      end
+    end
+  end
+
+  it "leaves read_body_0 to responses with their own chunked?, [] or inflater, and to decoded bodies" do
+    owns = [
+      Class.new(Net::HTTPOK) { def chunked? = false },
+      Class.new(Net::HTTPOK) { def [](key) = key.casecmp?("transfer-encoding") ? "identity" : super },
+      Class.new(Net::HTTPOK) { private def inflater = yield(StringIO.new("3\r\nabc\r\n0\r\n\r\n")) },
+    ]
+    text = chunked(["hello", " world"])
+    NetHttpHelper.sample(owns, 2).each do |own|
+      expect_codec_parity do
+        stub_const("Net::HTTPResponse::CODE_TO_OBJ", Net::HTTPResponse::CODE_TO_OBJ.merge("200" => own))
+        read_response(text)
+      end
+    end
+    gzipped = chunked([Zlib.gzip("hello")], gzip: true)
+    expect_codec_parity { read_response(gzipped, decode: true) }
+  end
+
   it "appends to a read_body(dest) String like the stdlib, whatever its encoding" do
     body = ["abc", "\xFF\xFE".b, "d"]
     dests = [-> { +"" }, -> { "".b }, -> { +"pre" }, -> { +"é" }, -> { "x".encode("UTF-16LE") },

@@ -71,3 +71,15 @@ pub fn request_line(method: &[u8], path: &[u8], version: &[u8]) -> Option<Vec<u8
     out.extend_from_slice(b"\r\n");
     Some(out)
 }
+
+/// `/(?:\A|[^\-\w])chunked(?![\-\w])/i =~ field` (Net::HTTPHeader#chunked?) for an ASCII
+/// `field`: "chunked" in any case, not inside a longer token of word characters and
+/// `-`.
+pub fn mentions_chunked(field: &[u8]) -> bool {
+    let is_token = |b: u8| b == b'-' || b == b'_' || b.is_ascii_alphanumeric();
+    field.windows(7).enumerate().any(|(at, word)| {
+        word.eq_ignore_ascii_case(b"chunked")
+            && (at == 0 || !is_token(field[at - 1]))
+            && field.get(at + 7).is_none_or(|&b| !is_token(b))
+    })
+}

@@ -251,3 +251,30 @@ fn header_blocks() {
     assert_eq!(header_block(b"A: 1\rx\r\n\r\n"), None);
     assert_eq!(header_block(b" lead: x\r\n\r\n").unwrap().fields.len(), 1);
 }
+
+#[test]
+fn mentions_chunked_like_the_stdlib_regexp() {
+    use super::header::mentions_chunked;
+    for yes in [
+        &b"chunked"[..],
+        b"Chunked",
+        b"gzip, chunked",
+        b"CHUNKED;x",
+        b" chunked ",
+        b"a.chunked",
+    ] {
+        assert!(mentions_chunked(yes), "{:?}", String::from_utf8_lossy(yes));
+    }
+    for no in [
+        &b""[..],
+        b"chunk",
+        b"chunked-x",
+        b"x-chunked",
+        b"chunked_",
+        b"_chunked",
+        b"chunked1",
+        b"gzip",
+    ] {
+        assert!(!mentions_chunked(no), "{:?}", String::from_utf8_lossy(no));
+    }
+}

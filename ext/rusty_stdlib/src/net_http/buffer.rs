@@ -13,6 +13,8 @@ use rusty_core::net_http::response;
 use std::sync::OnceLock;
 
 use super::ids::id;
+use super::keys;
+use super::methods;
 
 use super::strings::{binary_index, is_exact, new_with_index};
 
@@ -160,8 +162,10 @@ pub fn header_block(ruby: &Ruby, sock: Value) -> Result<Option<RArray>, magnus::
 /// are `field_owner`'s (Net::HTTPHeader's): `@header[name.downcase]` gets `[value]` or
 /// has `value` pushed, as those methods do for Strings without CR or LF. The key is the
 /// interned frozen String that Hash#[]= makes of the stdlib's `key.downcase` (so no
-/// downcased copy is made first). Returns how many bytes the head took, plus `skip`
-/// (the shim consumes them), or nil with nothing done.
+/// downcased copy is made first; see `keys`). The Hash gets every name at once, in the
+/// order the names first come, as that many `Hash#[]=` would leave it. Returns how many
+/// bytes the head took, plus `skip` (the shim consumes them), or nil with nothing done
+/// (also for heads of more than MAX_FIELDS fields).
 pub fn read_head_fields(
     ruby: &Ruby,
     sock: Value,
@@ -191,53 +195,91 @@ pub fn read_head_fields(
     let Some(block) = response::header_block(unsafe { &buffer.as_slice()[start..] }) else {
         return Ok(None);
     };
-    // Every name downcased, end to end (made before the protected calls, which must
-    // not unwind past a value with a destructor).
-    let lower: Vec<u8> = block
-        .fields
-        .iter()
-        .flat_map(|(name, _)| name.iter().map(u8::to_ascii_lowercase))
-        .collect();
+    let fields = &block.fields;
+    if fields.len() > MAX_FIELDS {
+        return Ok(None);
+    }
+    // Every name downcased, and for each field the number of the distinct name it has
+    // (a head repeats few names, Set-Cookie mostly: comparing is cheaper than hashing).
+    // Made before the protected calls, which must not unwind past a value with a
+    // destructor.
+    let mut lower = [0u8; 2048];
+    let mut spans = [(0u16, 0u16); MAX_FIELDS];
+    let mut name_of = [0u8; MAX_FIELDS];
+    let mut names: usize = 0;
+    let mut at = 0;
+    for (i, (name, _)) in fields.iter().enumerate() {
+        let Some(out) = lower.get_mut(at..at + name.len()) else {
+            return Ok(None);
+        };
+        for (o, b) in out.iter_mut().zip(name.iter()) {
+            *o = b.to_ascii_lowercase();
+        }
+        spans[i] = (at as u16, (at + name.len()) as u16);
+        at += name.len();
+        let this = &lower[spans[i].0 as usize..spans[i].1 as usize];
+        name_of[i] =
+            match (0..i).find(|&j| &lower[spans[j].0 as usize..spans[j].1 as usize] == this) {
+                Some(j) => name_of[j],
+                None => {
+                    names += 1;
+                    (names - 1) as u8
+                }
+            };
+    }
     let hash = hash.as_raw();
+    // `key, [value, ...]` per distinct name, in the order the names first come (the
+    // order add_field inserts them), kept on the stack, where the GC sees them.
+    let mut pairs = [rb_sys::Qnil as rb_sys::VALUE; 2 * MAX_FIELDS];
     magnus::rb_sys::protect(|| unsafe {
-        let binary = rb_sys::rb_enc_from_index(binary_index());
-        let undef = rb_sys::Qundef as rb_sys::VALUE;
-        let mut at = 0;
-        for (name, value) in &block.fields {
-            let key =
-                rb_sys::rb_enc_interned_str(lower[at..].as_ptr().cast(), name.len() as _, binary);
-            at += name.len();
+        for (i, (_, value)) in fields.iter().enumerate() {
             // A binary String, as the stdlib's `split` of a binary line gives.
             let value = rb_sys::rb_str_new(value.as_ptr().cast(), value.len() as _);
-            let values = rb_sys::rb_hash_lookup2(hash, key, undef);
-            if values == undef {
-                rb_sys::rb_hash_aset(hash, key, rb_sys::rb_ary_new_from_values(1, &value));
+            let at = 2 * name_of[i] as usize;
+            if pairs[at] == rb_sys::Qnil as rb_sys::VALUE {
+                pairs[at] =
+                    keys::interned_key(ruby, &lower[spans[i].0 as usize..spans[i].1 as usize]);
+                pairs[at + 1] = rb_sys::rb_ary_new_from_values(1, &value);
             } else {
-                // One of the Arrays made above: the Hash was empty.
-                rb_sys::rb_ary_push(values, value);
+                rb_sys::rb_ary_push(pairs[at + 1], value);
             }
         }
+        // As rb_hash_aset per name, into the empty Hash (sized once).
+        rb_sys::rb_hash_bulk_insert((2 * names) as std::os::raw::c_long, pairs.as_ptr(), hash);
         hash
     })?;
+    std::hint::black_box(&pairs);
     std::hint::black_box(buffer);
     Ok(Some(skip + block.consumed))
 }
+
+/// Heads with more fields (or longer names, 2 KB in all) are left to the stdlib's loop.
+const MAX_FIELDS: usize = 64;
 
 static ID_ADD_FIELD: OnceLock<rb_sys::ID> = OnceLock::new();
 static ID_SET_FIELD: OnceLock<rb_sys::ID> = OnceLock::new();
 static ID_APPEND_FIELD_VALUE: OnceLock<rb_sys::ID> = OnceLock::new();
 static ID_OWNER: OnceLock<rb_sys::ID> = OnceLock::new();
 
-/// Whether `response.method(name).owner` (Kernel#method, as the response class may
-/// define its own `method`) is `owner` for add_field, set_field and append_field_value:
-/// the methods the stdlib's read_new reaches through `res.add_field`. False when
-/// looking one up raises (the stdlib's own call then raises as it would).
+/// Whether add_field, set_field and append_field_value (the methods the stdlib's
+/// read_new reaches through `res.add_field`) are the stock ones: the remembered
+/// definitions (see `methods`) where this Ruby can tell, else `response.method(name)
+/// .owner` (Kernel#method, as the response class may define its own `method`) is
+/// `owner`. False when looking one up raises (the stdlib's own call then raises as it
+/// would).
 fn stock_field_methods(response: Value, owner: Value) -> bool {
     let names = [
         id(&ID_ADD_FIELD, c"add_field"),
         id(&ID_SET_FIELD, c"set_field"),
         id(&ID_APPEND_FIELD_VALUE, c"append_field_value"),
     ];
+    // The remembered stock methods, where this Ruby tells them apart cheaply.
+    let raw = response.as_raw();
+    if !rb_sys::SPECIAL_CONST_P(raw) {
+        if let Some(stock) = methods::stock(crate::helpers::raw::class_of(raw), &names) {
+            return stock;
+        }
+    }
     let owner_id = id(&ID_OWNER, c"owner");
     names.iter().all(|&name| {
         magnus::rb_sys::protect(|| unsafe {

@@ -13,7 +13,7 @@ use rusty_core::net_http::header;
 use super::ids::id;
 use super::strings::{
     ascii_compatible, ascii_only, binary_index, encindex, exact_string, is_exact, new_with_index,
-    usascii_index,
+    raw_encindex, usascii_index,
 };
 
 /// `name.to_s.split(/-/).map(&:capitalize).join('-')` for an exact ASCII String, or nil
@@ -39,10 +39,7 @@ pub fn capitalize(ruby: &Ruby, name: Value) -> Result<Option<RString>, Error> {
         // The parts' encoding (ASCII-compatible, as ascii_only checked): a valid index
         // on an unfrozen String of the same terminator length, which cannot raise
         // (rb_str_new's String is binary already).
-        let index = encindex(string);
-        if index != binary_index() {
-            rb_sys::rb_enc_associate_index(capitalized, index);
-        }
+        set_fresh_encoding(capitalized, encindex(string));
         RString::from_value(Value::from_raw(capitalized))
     };
     std::hint::black_box(string);
@@ -137,8 +134,24 @@ unsafe fn copy_string(value: rb_sys::VALUE) -> rb_sys::VALUE {
         rb_sys::RSTRING_PTR(copy) as *mut _,
         len as usize,
     );
-    rb_sys::rb_enc_copy(copy, value);
+    set_fresh_encoding(copy, raw_encindex(value));
     copy
+}
+
+/// Gives `fresh`, a String just made by rb_str_new (binary, nothing else refers to it),
+/// the ASCII-compatible encoding `index`: in its flags when the index fits there (as
+/// UTF-8's and US-ASCII's do), else with rb_enc_associate_index, which then cannot
+/// raise (a valid index, an unfrozen String of the same terminator length).
+unsafe fn set_fresh_encoding(fresh: rb_sys::VALUE, index: i32) {
+    const INLINE_MAX: i32 = rb_sys::ruby_encoding_consts::RUBY_ENCODING_INLINE_MAX as i32;
+    if index == binary_index() {
+        return;
+    }
+    if (0..INLINE_MAX).contains(&index) {
+        crate::helpers::raw::set_encoding_index(fresh, index);
+    } else {
+        rb_sys::rb_enc_associate_index(fresh, index);
+    }
 }
 
 /// The enumerator's size, `@header.size` when it is asked (Enumerator#size calls this

@@ -7,11 +7,14 @@
 //! and the Ruby shim (lib/rusty_stdlib/net_http.rb) then runs the stdlib's code.
 //! Non-nil results are Strings, Arrays, Integers or false, so `nil` is unambiguous.
 
+mod body;
 mod buffer;
 mod chunked;
 mod form;
 mod header;
 mod ids;
+mod keys;
+mod methods;
 mod request;
 mod response;
 mod strings;
@@ -47,6 +50,8 @@ pub fn init(_ruby: &Ruby, root: RModule) -> Result<(), Error> {
     native.define_singleton_method("header_block", function!(buffer::header_block, 1))?;
     native.define_singleton_method("read_head_fields", function!(buffer::read_head_fields, 4))?;
     native.define_singleton_method("chunked_scan", function!(chunked::chunked_scan, 3))?;
+    native.define_singleton_method("remember_stock", function!(methods::remember, 2))?;
+    native.define_singleton_method("plain_chunked", function!(body::plain_chunked, 1))?;
     native.define_singleton_method("chunk_size", function!(response::chunk_size, 1))?;
     Ok(())
 }
