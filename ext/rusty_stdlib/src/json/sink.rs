@@ -10,7 +10,7 @@ use std::cell::UnsafeCell;
 
 use magnus::{gc::Marker, rb_sys::FromRawValue, DataTypeFunctions, Error, Ruby, TypedData, Value};
 use rb_sys::VALUE;
-use rusty_core::json::{parse_float_fast, parse_int_fast, Sink};
+use rusty_core::json::{parse_float_fast, Decimal, Sink};
 
 use crate::helpers::raw::set_encoding_index;
 
@@ -478,8 +478,8 @@ impl Sink for RubySink {
     }
 
     #[inline]
-    fn integer(&mut self, text: &[u8]) -> Result<(), Error> {
-        let v = match parse_int_fast(text) {
+    fn integer(&mut self, text: &[u8], value: Option<i64>) -> Result<(), Error> {
+        let v = match value {
             Some(i) => fixnum(i),
             None => {
                 let cstr = self.with_cstr(text);
@@ -492,8 +492,8 @@ impl Sink for RubySink {
     }
 
     #[inline]
-    fn float(&mut self, text: &[u8], mantissa_digits: usize) -> Result<(), Error> {
-        let f = match parse_float_fast(text, mantissa_digits) {
+    fn float(&mut self, text: &[u8], decimal: &Decimal) -> Result<(), Error> {
+        let f = match parse_float_fast(text, decimal) {
             Some(f) => f,
             None => {
                 // Out of range, or too many digits to be sure: Ruby's strtod decides, and
