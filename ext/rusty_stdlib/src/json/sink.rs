@@ -209,6 +209,25 @@ fn truthy(v: VALUE) -> bool {
     v != rb_sys::Qnil as VALUE && v != rb_sys::Qfalse as VALUE
 }
 
+/// A Float, as Ruby's own inline `rb_float_new`: most doubles are flonums (immediates,
+/// encoded below), the rest go to the heap. Inline here, as canada.json's 111k floats
+/// would otherwise each cost a call into Ruby.
+#[inline(always)]
+fn float_value(f: f64) -> VALUE {
+    #[cfg(target_pointer_width = "64")]
+    {
+        let bits = f.to_bits();
+        let exponent_top = (bits >> 60) & 0x7;
+        if bits != 0x3000_0000_0000_0000 && (exponent_top.wrapping_sub(3) & !1) == 0 {
+            return ((bits.rotate_left(3) & !1) | 2) as VALUE;
+        }
+        if bits == 0 {
+            return 0x8000_0000_0000_0002;
+        }
+    }
+    unsafe { rb_sys::rb_float_new(f) }
+}
+
 const fn fixnum(v: i64) -> VALUE {
     ((v << 1) | 1) as VALUE
 }
@@ -516,7 +535,7 @@ impl Sink for RubySink {
                 out
             }
         };
-        let v = unsafe { rb_sys::rb_float_new(f) };
+        let v = float_value(f);
         self.push(v);
         Ok(())
     }
