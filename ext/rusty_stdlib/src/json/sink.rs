@@ -27,6 +27,7 @@ const CACHED_KEY_MAX: usize = 64;
 /// costs a hash and a compare instead of Ruby's fstring table lookup. Its VALUEs are
 /// marked (and so pinned) by [`ActiveStacks`] at every GC: a slot never holds a dead
 /// object, and a key stays the very same fstring the gem's `rb_str_freeze` would give.
+#[repr(transparent)]
 struct KeyCache {
     slots: [KeySlot; KEY_CACHE_SLOTS],
 }
@@ -40,6 +41,19 @@ struct KeySlot {
     string: VALUE,
     /// What the parse pushes: `string`, or its Symbol.
     value: VALUE,
+}
+
+impl KeyCache {
+    /// Made on the heap directly and out of line: built in place, the 24 KiB array made
+    /// every call of [`RubySink::key`] probe its stack pages.
+    #[cold]
+    #[inline(never)]
+    fn new() -> Box<KeyCache> {
+        let slots: Box<[KeySlot]> = vec![KeySlot::default(); KEY_CACHE_SLOTS].into();
+        let slots: Box<[KeySlot; KEY_CACHE_SLOTS]> = slots.try_into().ok().expect("the size");
+        // SAFETY: `KeyCache` is `repr(transparent)` over the array.
+        unsafe { Box::from_raw(Box::into_raw(slots) as *mut KeyCache) }
+    }
 }
 
 /// The one [`KeyCache`]. Touched only with the GVL held (see [`Registry`]).
@@ -384,13 +398,7 @@ impl RubySink {
         let index = hash as usize & (KEY_CACHE_SLOTS - 1);
         let symbol = self.flavour.symbolize_names;
         {
-            let cache = unsafe {
-                (*keys).get_or_insert_with(|| {
-                    Box::new(KeyCache {
-                        slots: [KeySlot::default(); KEY_CACHE_SLOTS],
-                    })
-                })
-            };
+            let cache = unsafe { (*keys).get_or_insert_with(KeyCache::new) };
             let slot = &cache.slots[index];
             if slot.string != 0 && slot.hash == hash && slot.symbol == symbol {
                 // The cached String is frozen and interned: its bytes cannot change.
