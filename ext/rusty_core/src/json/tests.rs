@@ -401,3 +401,40 @@ fn whitespace_runs_of_any_length() {
         }
     }
 }
+
+/// The string scan, which skips plain bytes sixteen and eight at a time, stops at every
+/// quote, backslash and control character wherever it falls in a block, and takes bytes
+/// >= 0x80 (signed negative in SIMD lanes) as plain.
+#[test]
+fn string_scan_finds_specials_at_any_offset() {
+    for len in 0..40 {
+        for plain in [b'a', b' ', 0x7f, 0x80, 0xff] {
+            let mut doc = vec![b'"'];
+            doc.extend(std::iter::repeat_n(plain, len));
+            let mut closed = doc.clone();
+            closed.extend_from_slice(b"\" ");
+            assert_eq!(
+                scan_string(&closed, 0),
+                Some(StringScan {
+                    end: len + 1,
+                    escaped: false
+                })
+            );
+            let mut escape = doc.clone();
+            escape.extend_from_slice(b"\\n\"");
+            assert_eq!(
+                scan_string(&escape, 0),
+                Some(StringScan {
+                    end: len + 3,
+                    escaped: true
+                })
+            );
+            for control in [0x00, 0x0a, 0x1f] {
+                let mut bad = doc.clone();
+                bad.extend_from_slice(&[control, b'"']);
+                assert_eq!(scan_string(&bad, 0), None, "{len} {control}");
+            }
+            assert_eq!(scan_string(&doc, 0), None);
+        }
+    }
+}
