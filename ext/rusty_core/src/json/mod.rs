@@ -30,7 +30,7 @@ pub use generate::{
     escape_string, escape_valid_utf8, push_bytes, quote_valid_utf8, write_f64, write_i64,
     EscapeError,
 };
-pub use number::{parse_float_fast, parse_int_fast};
+pub use number::{parse_float_fast, parse_int_fast, Decimal};
 pub use parser::{parse, Options, ParseError, Sink};
 pub use string::{scan_string, unescape, StringScan, UnescapeError};
 

@@ -3,14 +3,29 @@
 
 use super::lemire;
 
+/// A float literal's value as the scan read it, `±mantissa * 10^exponent`, so that the
+/// conversion need not read the digits again.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Decimal {
+    pub negative: bool,
+    /// Mantissa digits (integer part and fraction, leading zeros included): at most 17
+    /// and [`parse_float_fast`] may convert it.
+    pub digits: usize,
+    /// The mantissa digits as an integer; exact while `digits` <= 19 (wrapped beyond).
+    pub mantissa: u64,
+    /// The exponent minus the count of fraction digits; `None` for an exponent of more
+    /// than six digits (too far out to bother: Ruby's strtod decides).
+    pub exponent: Option<i64>,
+}
+
 /// What the number machines make of the bytes at a `-` or a digit.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum NumberScan {
-    /// A float literal ending before `end`, with this many mantissa digits (before any
-    /// exponent), which decides whether [`parse_float_fast`] may convert it.
-    Float(usize, usize),
-    /// An integer literal ending before `end`.
-    Integer(usize),
+    /// A float literal ending before `end`, and its value.
+    Float(usize, Decimal),
+    /// An integer literal ending before `end`, and its value when it has at most 18
+    /// digits (always a Fixnum).
+    Integer(usize, Option<i64>),
     /// Neither machine accepts it; the value is empty and the caller fails at `start`.
     Invalid,
 }
@@ -20,9 +35,8 @@ fn digit_at(src: &[u8], p: usize) -> bool {
     matches!(src.get(p), Some(b'0'..=b'9'))
 }
 
-/// The first byte at or after `p` that is not an ASCII digit (or the end). Eight bytes
-/// at a time: the digit runs of long numbers (canada.json's 17-digit coordinates) then
-/// cost one branch per word instead of a mispredicted one at each run's end.
+/// The first byte at or after `p` that is not an ASCII digit (or the end), eight bytes
+/// at a time.
 #[inline(always)]
 fn skip_digits(src: &[u8], mut p: usize) -> usize {
     while p + 8 <= src.len() {
@@ -51,33 +65,34 @@ fn non_digits(word: u64) -> u64 {
     ((word & HIGH_NIBBLES) ^ THREES) | ((word.wrapping_add(SIXES) & HIGH_NIBBLES) ^ THREES)
 }
 
-/// `'-'? ('0' | [1-9][0-9]*)`: the end of the integer part, or `None`.
-#[inline(always)]
-fn int_part(src: &[u8], start: usize) -> Option<usize> {
-    let mut p = start;
-    if src.get(p) == Some(&b'-') {
-        p += 1;
-    }
-    match src.get(p) {
-        Some(b'0') => Some(p + 1),
-        Some(b'1'..=b'9') => Some(skip_digits(src, p + 1)),
-        _ => None,
-    }
-}
-
-/// Runs json 2.6's float machine, then its integer machine, at `start`.
+/// Runs json 2.6's float machine, then its integer machine, at `start`, reading the
+/// digits' value on the way.
 #[inline]
 pub fn scan_number(src: &[u8], start: usize) -> NumberScan {
-    let Some(int_end) = int_part(src, start) else {
-        return NumberScan::Invalid;
+    let negative = src.get(start) == Some(&b'-');
+    let first = start + negative as usize;
+    // `'-'? ('0' | [1-9][0-9]*)`
+    let (mantissa, int_end) = match src.get(first) {
+        Some(b'0') => (0, first + 1),
+        Some(b'1'..=b'9') => read_digits(src, first, 0),
+        _ => return NumberScan::Invalid,
     };
-    if let Some((end, fraction_digits)) = float_tail(src, int_end) {
+    let int_digits = int_end - first;
+    if let Some((end, mantissa, fraction_digits, exponent)) = float_tail(src, int_end, mantissa) {
         // The float must not be followed by any of [0-9Ee.-].
         match src.get(end) {
             Some(b'0'..=b'9' | b'E' | b'e' | b'.' | b'-') => {}
             _ => {
-                let int_digits = int_end - start - (src[start] == b'-') as usize;
-                return NumberScan::Float(end, int_digits + fraction_digits);
+                let exponent = exponent.map(|e| e - fraction_digits as i64);
+                return NumberScan::Float(
+                    end,
+                    Decimal {
+                        negative,
+                        digits: int_digits + fraction_digits,
+                        mantissa,
+                        exponent,
+                    },
+                );
             }
         }
     }
@@ -85,35 +100,61 @@ pub fn scan_number(src: &[u8], start: usize) -> NumberScan {
         // "01": the integer machine wants a non-digit after a leading zero.
         return NumberScan::Invalid;
     }
-    NumberScan::Integer(int_end)
+    let value = (int_digits <= 18).then(|| {
+        let magnitude = mantissa as i64;
+        if negative {
+            -magnitude
+        } else {
+            magnitude
+        }
+    });
+    NumberScan::Integer(int_end, value)
 }
 
-/// `'.' [0-9]+ ([Ee] [+-]? [0-9]+)? | [Ee] [+-]? [0-9]+` after the integer part: its
-/// end, and how many fraction digits it has.
+/// `'.' [0-9]+ ([Ee] [+-]? [0-9]+)? | [Ee] [+-]? [0-9]+` after the integer part (whose
+/// digits' value is `mantissa`): its end, the mantissa with the fraction's digits, how
+/// many fraction digits there are, and the exponent (0 without one; `None` when it has
+/// more than six digits).
 #[inline(always)]
-fn float_tail(src: &[u8], int_end: usize) -> Option<(usize, usize)> {
+fn float_tail(
+    src: &[u8],
+    int_end: usize,
+    mut mantissa: u64,
+) -> Option<(usize, u64, usize, Option<i64>)> {
     let mut p = int_end;
     let mut fraction_digits = 0;
     if src.get(p) == Some(&b'.') {
         if !digit_at(src, p + 1) {
             return None;
         }
-        p = skip_digits(src, p + 1);
+        (mantissa, p) = read_digits(src, p + 1, mantissa);
         fraction_digits = p - int_end - 1;
         if !matches!(src.get(p), Some(b'e' | b'E')) {
-            return Some((p, fraction_digits));
+            return Some((p, mantissa, fraction_digits, Some(0)));
         }
     } else if !matches!(src.get(p), Some(b'e' | b'E')) {
         return None;
     }
     p += 1; // the E
+    let exp_negative = src.get(p) == Some(&b'-');
     if matches!(src.get(p), Some(b'+' | b'-')) {
         p += 1;
     }
     if !digit_at(src, p) {
         return None;
     }
-    Some((skip_digits(src, p), fraction_digits))
+    let end = skip_digits(src, p);
+    let exponent = (end - p <= 6).then(|| {
+        let e = src[p..end]
+            .iter()
+            .fold(0i64, |e, &d| e * 10 + (d - b'0') as i64);
+        if exp_negative {
+            -e
+        } else {
+            e
+        }
+    });
+    Some((end, mantissa, fraction_digits, exponent))
 }
 
 /// An integer literal of at most 18 digits (always a Fixnum), or `None`.
@@ -133,16 +174,17 @@ pub fn parse_int_fast(text: &[u8]) -> Option<i64> {
     Some(if negative { -value } else { value })
 }
 
-/// A float literal ([`NumberScan::Float`]'s text and mantissa digit count) converted
-/// exactly as Ruby's `strtod` does, for literals where that is certain: at most 17
-/// mantissa digits and a normal, finite result. `None` otherwise (the binding then asks
-/// Ruby, which also prints its "out of range" warnings).
+/// A float literal ([`NumberScan::Float`]'s text and value) converted exactly as Ruby's
+/// `strtod` does, for literals where that is certain: at most 17 mantissa digits and a
+/// normal, finite result. `None` otherwise (the binding then asks Ruby, which also prints
+/// its "out of range" warnings).
 #[inline]
-pub fn parse_float_fast(text: &[u8], mantissa_digits: usize) -> Option<f64> {
-    if mantissa_digits > 17 {
+pub fn parse_float_fast(text: &[u8], decimal: &Decimal) -> Option<f64> {
+    if decimal.digits > 17 {
         return None;
     }
-    if let Some((negative, w, q)) = decimal_parts(text) {
+    if let Some(q) = decimal.exponent {
+        let w = decimal.mantissa;
         let magnitude = if w == 0 {
             Some(0.0)
         } else if w <= 1 << 53 && (-22..=22).contains(&q) {
@@ -157,7 +199,7 @@ pub fn parse_float_fast(text: &[u8], mantissa_digits: usize) -> Option<f64> {
             lemire::to_f64_bits(w, q).map(f64::from_bits)
         };
         if let Some(m) = magnitude {
-            return Some(if negative { -m } else { m });
+            return Some(if decimal.negative { -m } else { m });
         }
     }
     parse_float_std(text)
@@ -169,57 +211,45 @@ const POWERS_OF_TEN: [f64; 23] = [
     1e17, 1e18, 1e19, 1e20, 1e21, 1e22,
 ];
 
-/// A float literal of at most 17 mantissa digits as (negative, w, q) with value
-/// `w * 10^q`; `None` for an exponent too long to bother with.
-#[inline(always)]
-fn decimal_parts(text: &[u8]) -> Option<(bool, u64, i64)> {
-    let negative = text[0] == b'-';
-    let (mut w, mut p) = read_digits(text, negative as usize, 0);
-    let mut q: i64 = 0;
-    if text.get(p) == Some(&b'.') {
-        let (fw, end) = read_digits(text, p + 1, w);
-        w = fw;
-        q = -((end - p - 1) as i64);
-        p = end;
-    }
-    if p < text.len() {
-        // [Ee][+-]?[0-9]+
-        p += 1;
-        let exp_negative = text[p] == b'-';
-        if matches!(text[p], b'+' | b'-') {
-            p += 1;
-        }
-        if text.len() - p > 6 {
-            return None;
-        }
-        let (e, _) = read_digits(text, p, 0);
-        q += if exp_negative { -(e as i64) } else { e as i64 };
-    }
-    Some((negative, w, q))
-}
-
-/// Reads the digit run at `p` onto `w` (as `w` followed by those digits; the caller
-/// knows it fits): the new value and the run's end. Eight digits at a time while whole
-/// words are digits.
+/// Reads the digit run at `p` onto `w` (as `w` followed by those digits, wrapping
+/// beyond 19 digits, where callers no longer use the value): the new value and the run's
+/// end. Eight digits at a time while whole words are digits, then the last few from one
+/// more word, padded with leading zeros, so a run's end costs no per-byte branches.
 #[inline(always)]
 fn read_digits(text: &[u8], mut p: usize, mut w: u64) -> (u64, usize) {
     while p + 8 <= text.len() {
         let word = u64::from_le_bytes(text[p..p + 8].try_into().unwrap());
-        if non_digits(word) != 0 {
-            break;
+        let others = non_digits(word);
+        if others != 0 {
+            // The first `k` bytes (0..=7) are digits: shift them to the top and fill
+            // the bytes below with '0's.
+            let k = (others.trailing_zeros() / 8) as usize;
+            if k > 0 {
+                let padded = (word << (8 * (8 - k))) | (ZEROS >> (8 * k));
+                w = w
+                    .wrapping_mul(POWERS_OF_TEN_U64[k])
+                    .wrapping_add(eight_digits(padded));
+            }
+            return (w, p + k);
         }
-        w = w * 100_000_000 + eight_digits(word);
+        w = w.wrapping_mul(100_000_000).wrapping_add(eight_digits(word));
         p += 8;
     }
     while let Some(&d) = text.get(p) {
         if !d.is_ascii_digit() {
             break;
         }
-        w = w * 10 + (d - b'0') as u64;
+        w = w.wrapping_mul(10).wrapping_add((d - b'0') as u64);
         p += 1;
     }
     (w, p)
 }
+
+/// Eight ASCII '0's.
+const ZEROS: u64 = 0x3030_3030_3030_3030;
+
+/// 10^0 to 10^7.
+const POWERS_OF_TEN_U64: [u64; 8] = [1, 10, 100, 1_000, 10_000, 100_000, 1_000_000, 10_000_000];
 
 /// The value of eight ASCII digits read as a little-endian word, with three
 /// multiplications (the digit-pair trick Rust's float parser uses).

@@ -11,7 +11,7 @@
 //! - the document raises at the byte it could not take (859).
 
 use super::lines;
-use super::number::{scan_number, NumberScan};
+use super::number::{scan_number, Decimal, NumberScan};
 use super::string::{scan_string, unescape};
 
 /// Parser options that change the walk (the rest are the sink's business).
@@ -40,9 +40,11 @@ pub trait Sink {
     fn boolean(&mut self, value: bool) -> Result<(), Self::Error>;
     fn nan(&mut self) -> Result<(), Self::Error>;
     fn infinity(&mut self, negative: bool) -> Result<(), Self::Error>;
-    fn integer(&mut self, text: &[u8]) -> Result<(), Self::Error>;
-    /// A float literal and its count of mantissa digits (see `parse_float_fast`).
-    fn float(&mut self, text: &[u8], mantissa_digits: usize) -> Result<(), Self::Error>;
+    /// An integer literal, and its value when the scan could read it (see
+    /// [`NumberScan::Integer`]).
+    fn integer(&mut self, text: &[u8], value: Option<i64>) -> Result<(), Self::Error>;
+    /// A float literal and its value as read (for `parse_float_fast`).
+    fn float(&mut self, text: &[u8], decimal: &Decimal) -> Result<(), Self::Error>;
     fn string(&mut self, bytes: &[u8], key: bool) -> Result<(), Self::Error>;
     fn array(&mut self, len: usize) -> Result<(), Self::Error>;
     fn object(&mut self, pairs: usize) -> Result<(), Self::Error>;
@@ -388,14 +390,14 @@ fn read_value<S: Sink>(
                 return sunk(sink.infinity(true), p + 9);
             }
             match scan_number(src, p) {
-                NumberScan::Integer(end)
+                NumberScan::Integer(end, _)
                     if options.whole_number_fails
                         && matches!(src.get(end), Some(b'E' | b'e' | b'.' | b'-')) =>
                 {
                     Ok(Read::Failed(p))
                 }
-                NumberScan::Integer(end) => sunk(sink.integer(&src[p..end]), end),
-                NumberScan::Float(end, digits) => sunk(sink.float(&src[p..end], digits), end),
+                NumberScan::Integer(end, value) => sunk(sink.integer(&src[p..end], value), end),
+                NumberScan::Float(end, decimal) => sunk(sink.float(&src[p..end], &decimal), end),
                 NumberScan::Invalid => Ok(Read::Failed(p)),
             }
         }

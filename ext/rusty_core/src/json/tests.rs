@@ -28,12 +28,14 @@ impl Sink for Render {
             .push(if negative { "-Infinity" } else { "Infinity" }.into());
         Ok(())
     }
-    fn integer(&mut self, text: &[u8]) -> Result<(), ()> {
+    fn integer(&mut self, text: &[u8], value: Option<i64>) -> Result<(), ()> {
+        // The scan's value, where it gives one, is the literal's.
+        assert!(value.is_none_or(|v| Some(v) == parse_int_fast(text)));
         self.stack
             .push(format!("i{}", String::from_utf8_lossy(text)));
         Ok(())
     }
-    fn float(&mut self, text: &[u8], _mantissa_digits: usize) -> Result<(), ()> {
+    fn float(&mut self, text: &[u8], _decimal: &Decimal) -> Result<(), ()> {
         self.stack
             .push(format!("f{}", String::from_utf8_lossy(text)));
         Ok(())
@@ -178,7 +180,7 @@ fn unescape_quirks() {
 fn float_fast(text: &[u8]) -> Option<f64> {
     use super::number::{scan_number, NumberScan};
     match scan_number(text, 0) {
-        NumberScan::Float(end, digits) if end == text.len() => parse_float_fast(text, digits),
+        NumberScan::Float(end, decimal) if end == text.len() => parse_float_fast(text, &decimal),
         other => panic!(
             "{:?} is no float literal: {other:?}",
             String::from_utf8_lossy(text)
@@ -298,15 +300,72 @@ fn float_conversion_is_correctly_rounded() {
 fn number_machines() {
     use super::number::{scan_number, NumberScan};
     let scan = |s: &str| scan_number(s.as_bytes(), 0);
-    assert_eq!(scan("1.5,"), NumberScan::Float(3, 2));
-    assert_eq!(scan("-0.0e+1]"), NumberScan::Float(7, 2));
-    assert_eq!(scan("1e5"), NumberScan::Float(3, 1));
-    assert_eq!(scan("-120.0045E-12,"), NumberScan::Float(13, 7));
-    assert_eq!(scan("1.5-2"), NumberScan::Integer(1));
-    assert_eq!(scan("1.5e"), NumberScan::Integer(1));
-    assert_eq!(scan("1.5.3"), NumberScan::Integer(1));
-    assert_eq!(scan("2."), NumberScan::Integer(1));
-    assert_eq!(scan("-12x"), NumberScan::Integer(3));
+    let float = |end, negative, digits, mantissa, exponent| {
+        NumberScan::Float(
+            end,
+            Decimal {
+                negative,
+                digits,
+                mantissa,
+                exponent,
+            },
+        )
+    };
+    assert_eq!(scan("1.5,"), float(3, false, 2, 15, Some(-1)));
+    assert_eq!(scan("-0.0e+1]"), float(7, true, 2, 0, Some(0)));
+    assert_eq!(scan("1e5"), float(3, false, 1, 1, Some(5)));
+    assert_eq!(
+        scan("-120.0045E-12,"),
+        float(13, true, 7, 1_200_045, Some(-16))
+    );
+    assert_eq!(scan("1e1234567"), float(9, false, 1, 1, None));
+    assert_eq!(
+        scan("12345678901234.5678901e-3 "),
+        float(
+            25,
+            false,
+            21,
+            123_456_789_012_345_678_901_u128 as u64,
+            Some(-10)
+        )
+    );
+    assert_eq!(scan("1.5-2"), NumberScan::Integer(1, Some(1)));
+    assert_eq!(scan("1.5e"), NumberScan::Integer(1, Some(1)));
+    assert_eq!(scan("1.5.3"), NumberScan::Integer(1, Some(1)));
+    assert_eq!(scan("2."), NumberScan::Integer(1, Some(2)));
+    assert_eq!(scan("-12x"), NumberScan::Integer(3, Some(-12)));
+    assert_eq!(scan("-0"), NumberScan::Integer(2, Some(0)));
+    assert_eq!(
+        scan("-123456789012345678,"),
+        NumberScan::Integer(19, Some(-123_456_789_012_345_678))
+    );
+    assert_eq!(scan("1234567890123456789"), NumberScan::Integer(19, None));
+    // Every run length against every place a run can end inside an eight-byte word.
+    for len in 1..=18 {
+        for pad in 0..9 {
+            let digits: String = (0..len)
+                .map(|i| (b'1' + (i * 7 % 9) as u8) as char)
+                .collect();
+            let text = format!("{digits}{}", ",".repeat(pad));
+            assert_eq!(
+                scan(&text),
+                NumberScan::Integer(len, Some(digits.parse().unwrap())),
+                "{text}"
+            );
+            let text = format!("-0.{digits}{}", "]".repeat(pad));
+            assert_eq!(
+                scan(&text),
+                float(
+                    len + 3,
+                    true,
+                    len + 1,
+                    digits.parse().unwrap(),
+                    Some(-(len as i64))
+                ),
+                "{text}"
+            );
+        }
+    }
     assert_eq!(scan("01"), NumberScan::Invalid);
     assert_eq!(scan("-"), NumberScan::Invalid);
     assert_eq!(scan("-a"), NumberScan::Invalid);
@@ -359,6 +418,43 @@ fn whitespace_runs_of_any_length() {
             let bad = format!("[1,{ws}x]");
             let expected = Err("451: unexpected token at 'x]'".to_string());
             assert_eq!(run(&bad, false), expected, "{bad:?}");
+        }
+    }
+}
+
+/// The string scan, which skips plain bytes sixteen and eight at a time, stops at every
+/// quote, backslash and control character wherever it falls in a block, and takes bytes
+/// >= 0x80 (signed negative in SIMD lanes) as plain.
+#[test]
+fn string_scan_finds_specials_at_any_offset() {
+    for len in 0..40 {
+        for plain in [b'a', b' ', 0x7f, 0x80, 0xff] {
+            let mut doc = vec![b'"'];
+            doc.extend(std::iter::repeat_n(plain, len));
+            let mut closed = doc.clone();
+            closed.extend_from_slice(b"\" ");
+            assert_eq!(
+                scan_string(&closed, 0),
+                Some(StringScan {
+                    end: len + 1,
+                    escaped: false
+                })
+            );
+            let mut escape = doc.clone();
+            escape.extend_from_slice(b"\\n\"");
+            assert_eq!(
+                scan_string(&escape, 0),
+                Some(StringScan {
+                    end: len + 3,
+                    escaped: true
+                })
+            );
+            for control in [0x00, 0x0a, 0x1f] {
+                let mut bad = doc.clone();
+                bad.extend_from_slice(&[control, b'"']);
+                assert_eq!(scan_string(&bad, 0), None, "{len} {control}");
+            }
+            assert_eq!(scan_string(&doc, 0), None);
         }
     }
 }

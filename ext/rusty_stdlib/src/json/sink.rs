@@ -10,7 +10,7 @@ use std::cell::UnsafeCell;
 
 use magnus::{gc::Marker, rb_sys::FromRawValue, DataTypeFunctions, Error, Ruby, TypedData, Value};
 use rb_sys::VALUE;
-use rusty_core::json::{parse_float_fast, parse_int_fast, Sink};
+use rusty_core::json::{parse_float_fast, Decimal, Sink};
 
 use crate::helpers::raw::set_encoding_index;
 
@@ -27,6 +27,7 @@ const CACHED_KEY_MAX: usize = 64;
 /// costs a hash and a compare instead of Ruby's fstring table lookup. Its VALUEs are
 /// marked (and so pinned) by [`ActiveStacks`] at every GC: a slot never holds a dead
 /// object, and a key stays the very same fstring the gem's `rb_str_freeze` would give.
+#[repr(transparent)]
 struct KeyCache {
     slots: [KeySlot; KEY_CACHE_SLOTS],
 }
@@ -40,6 +41,19 @@ struct KeySlot {
     string: VALUE,
     /// What the parse pushes: `string`, or its Symbol.
     value: VALUE,
+}
+
+impl KeyCache {
+    /// Made on the heap directly and out of line: built in place, the 24 KiB array made
+    /// every call of [`RubySink::key`] probe its stack pages.
+    #[cold]
+    #[inline(never)]
+    fn new() -> Box<KeyCache> {
+        let slots: Box<[KeySlot]> = vec![KeySlot::default(); KEY_CACHE_SLOTS].into();
+        let slots: Box<[KeySlot; KEY_CACHE_SLOTS]> = slots.try_into().ok().expect("the size");
+        // SAFETY: `KeyCache` is `repr(transparent)` over the array.
+        unsafe { Box::from_raw(Box::into_raw(slots) as *mut KeyCache) }
+    }
 }
 
 /// The one [`KeyCache`]. Touched only with the GVL held (see [`Registry`]).
@@ -209,6 +223,25 @@ fn truthy(v: VALUE) -> bool {
     v != rb_sys::Qnil as VALUE && v != rb_sys::Qfalse as VALUE
 }
 
+/// A Float, as Ruby's own inline `rb_float_new`: most doubles are flonums (immediates,
+/// encoded below), the rest go to the heap. Inline here, as canada.json's 111k floats
+/// would otherwise each cost a call into Ruby.
+#[inline(always)]
+fn float_value(f: f64) -> VALUE {
+    #[cfg(target_pointer_width = "64")]
+    {
+        let bits = f.to_bits();
+        let exponent_top = (bits >> 60) & 0x7;
+        if bits != 0x3000_0000_0000_0000 && (exponent_top.wrapping_sub(3) & !1) == 0 {
+            return ((bits.rotate_left(3) & !1) | 2) as VALUE;
+        }
+        if bits == 0 {
+            return 0x8000_0000_0000_0002;
+        }
+    }
+    unsafe { rb_sys::rb_float_new(f) }
+}
+
 const fn fixnum(v: i64) -> VALUE {
     ((v << 1) | 1) as VALUE
 }
@@ -365,13 +398,7 @@ impl RubySink {
         let index = hash as usize & (KEY_CACHE_SLOTS - 1);
         let symbol = self.flavour.symbolize_names;
         {
-            let cache = unsafe {
-                (*keys).get_or_insert_with(|| {
-                    Box::new(KeyCache {
-                        slots: [KeySlot::default(); KEY_CACHE_SLOTS],
-                    })
-                })
-            };
+            let cache = unsafe { (*keys).get_or_insert_with(KeyCache::new) };
             let slot = &cache.slots[index];
             if slot.string != 0 && slot.hash == hash && slot.symbol == symbol {
                 // The cached String is frozen and interned: its bytes cannot change.
@@ -478,8 +505,8 @@ impl Sink for RubySink {
     }
 
     #[inline]
-    fn integer(&mut self, text: &[u8]) -> Result<(), Error> {
-        let v = match parse_int_fast(text) {
+    fn integer(&mut self, text: &[u8], value: Option<i64>) -> Result<(), Error> {
+        let v = match value {
             Some(i) => fixnum(i),
             None => {
                 let cstr = self.with_cstr(text);
@@ -492,8 +519,8 @@ impl Sink for RubySink {
     }
 
     #[inline]
-    fn float(&mut self, text: &[u8], mantissa_digits: usize) -> Result<(), Error> {
-        let f = match parse_float_fast(text, mantissa_digits) {
+    fn float(&mut self, text: &[u8], decimal: &Decimal) -> Result<(), Error> {
+        let f = match parse_float_fast(text, decimal) {
             Some(f) => f,
             None => {
                 // Out of range, or too many digits to be sure: Ruby's strtod decides, and
@@ -516,7 +543,7 @@ impl Sink for RubySink {
                 out
             }
         };
-        let v = unsafe { rb_sys::rb_float_new(f) };
+        let v = float_value(f);
         self.push(v);
         Ok(())
     }
