@@ -1,6 +1,9 @@
-//! `RustyStdlib::JSON::Generator`: a drop-in for json 2.6.1's `JSON::Ext::Generator`
-//! (`State` and `GeneratorMethods`), writing into one growing Rust buffer with
-//! `rusty_core::json`'s escaping and number formatting.
+//! `RustyStdlib::JSON::Generator`: a drop-in for json 2.6.1's and 2.9.1's
+//! `JSON::Ext::Generator` (`State` and `GeneratorMethods`), writing into one growing Rust
+//! buffer with `rusty_core::json`'s escaping and number formatting. What json 2.9 does
+//! differently is asked of the [`Dialect`] once per generation (or State method), and
+//! its own State API is in `generator/state_v2_9.rs`; the rest of this comment is 2.6's
+//! behaviour, which 2.9 shares unless said there.
 //!
 //! What the gem does and this mirrors: values are dispatched on their exact class
 //! (`CLASS_OF`, so a singleton class or a subclass goes through its `#to_json(state)`);
@@ -472,6 +475,9 @@ struct Gen<'s> {
     cur: &'s State,
     /// Whether the State is `State.generate`'s own, to be copied for the first `#to_json`.
     spill_pending: bool,
+    /// After a [`Gen::spill`], the State object `cur` may still point into: kept here,
+    /// on the stack with the Gen, so the GC sees it for as long as `cur` is used.
+    spilled_from: Option<Value>,
     /// The state's layout, copied at the start as the gem does (borrowed when it is the
     /// default one, which saves the copy on the option-less path).
     cfg: Cow<'s, Config>,
@@ -541,6 +547,7 @@ impl<'s> Gen<'s> {
             state,
             cur: state,
             spill_pending: false,
+            spilled_from: None,
             cfg,
             object_delim2,
             array_delim,
@@ -585,6 +592,8 @@ fn spare_buffer(capacity: usize) -> Vec<u8> {
 
 impl Drop for Gen<'_> {
     fn drop(&mut self) {
+        // The spilled-from State lives until here (see `spilled_from`).
+        std::hint::black_box(self.spilled_from);
         if let Some(keys) = self.keys.take() {
             KeyCache::give_back(keys);
         }
@@ -754,6 +763,7 @@ impl Gen<'_> {
             depth: Cell::new(self.state.depth.get()),
         };
         let copy = ruby.obj_wrap(copy);
+        self.spilled_from = Some(self.state_value);
         self.state_value = copy.as_value();
         self.state = get_state(self.state_value).expect("a State");
     }
