@@ -419,6 +419,116 @@ RSpec.describe "RustyStdlib::JSON::Generator" do
     end
   end
 
+  # json 2.9's additions (script_safe, strict, generate(obj, io), GeneratorError#invalid_object,
+  # State.generate, binary/non-UTF-8 Strings). On json 2.6, which ignores those options and
+  # lacks those methods, the same calls check that ours ignores and lacks them too.
+  describe "json 2.9 options and methods" do
+    def error_details(error)
+      [error.class, Parity.without_addresses(error.message),
+       error.respond_to?(:invalid_object) ? error.invalid_object : :none]
+    end
+
+    it "writes script_safe (and escape_slash) like the gem" do
+      text = "a/b\u2028c\u2029d\u00e9\u{1f600}</script>"
+      [{ script_safe: true }, { escape_slash: true }, { script_safe: true, ascii_only: true },
+       { script_safe: false, escape_slash: true }, { escape_slash: true, script_safe: false }].each do |opts|
+        expect_all_entry_points([text, { text => [text] }], opts)
+      end
+      expect_gen_parity { |g| g::State.new.respond_to?(:script_safe=) }
+      expect_gen_parity { |g| s = g::State.new; s.escape_slash = true; [s.escape_slash?, s.to_h, s.generate([text])] }
+      expect_gen_parity { |g| s = g::State.new(script_safe: true); s.escape_slash = false; [s.to_h, s.generate([text])] }
+      next unless JSON::State.method_defined?(:script_safe=)
+
+      expect_gen_parity { |g| s = g::State.new; s.script_safe = true; [s.script_safe?, s.escape_slash?, s.generate([text])] }
+    end
+
+    it "raises in strict mode like the gem, carrying the invalid object" do
+      values = [[1, "a", nil, true, 1.5, 2**70, { "k" => [] }], [:sym], [Object], [1..2], [T::WithToJson.new(1)],
+                [T::SubString.new("s")], [T::SubHash.new], { T::Key.new => 1 }, { sym: 1 }, [Float::NAN]]
+      values.each do |value|
+        [{ strict: true }, { strict: true, allow_nan: true }, { strict: false }].each do |opts|
+          expect_gen_parity do
+            JSON.generate(value, opts)
+          rescue JSON::GeneratorError => e
+            error_details(e)
+          end
+          expect_gen_parity do |g|
+            g::State.new(opts).generate(value)
+          rescue JSON::GeneratorError => e
+            error_details(e)
+          end
+        end
+      end
+      expect_gen_parity { |g| g::State.method_defined?(:strict=) }
+      next unless JSON::State.method_defined?(:strict=)
+
+      expect_gen_parity { |g| s = g::State.new; s.strict = 1; [s.strict, s.strict?, s.to_h] }
+    end
+
+    it "carries the invalid object in GeneratorErrors like the gem" do
+      [[Float::NAN], { "x" => -Float::INFINITY }, ["\xff"], ["a\xe2\x82"], ["\xff".b],
+       ["\x81".dup.force_encoding("Shift_JIS")], ["\xff".dup.force_encoding("US-ASCII")]].each do |value|
+        [{}, { ascii_only: true }].each do |opts|
+          expect_gen_parity do
+            JSON.generate(value, opts)
+          rescue JSON::GeneratorError => e
+            error_details(e)
+          end
+        end
+      end
+    end
+
+    it "converts binary and other encodings like the gem, warning alike" do
+      ["\u00e9".b, "ab".b, "\xe9".dup.force_encoding("ISO-8859-1"), "a".encode("UTF-16LE"),
+       { "\u00e9".b => "x".encode("UTF-16BE") }].each do |value|
+        expect_all_entry_points([value], {})
+      end
+    end
+
+    it "writes to an io argument like the gem" do
+      expect_gen_parity do |g|
+        io = StringIO.new
+        result = g::State.new(indent: " ", array_nl: "\n").generate([1, { "a" => "b" }], io)
+        [result.equal?(io), io.string, io.string.encoding]
+      end
+      expect_gen_parity { |g| g::State.new.generate([1], nil) }
+      expect_gen_parity { |g| g::State.new.generate([1], 1) }
+      expect_gen_parity do
+        io = StringIO.new
+        result = JSON.dump({ "a" => [1, :b] }, io)
+        [result.equal?(io), io.string]
+      end
+    end
+
+    it "has State.generate like the gem (when the gem has it)" do
+      expect_gen_parity { |g| g::State.respond_to?(:generate) }
+      next unless JSON::State.respond_to?(:generate)
+
+      [nil, {}, { indent: " ", array_nl: "\n" }, { "indent" => " " }, [], { max_nesting: 1 }].each do |opts|
+        expect_gen_parity { |g| g::State.generate([[1], { "a" => :b }], opts, nil) }
+      end
+      expect_gen_parity { |g| io = StringIO.new; [g::State.generate({ "a" => 1 }, nil, io).equal?(io), io.string] }
+    end
+
+    it "keeps the State options it is not given, as the gem does" do
+      expect_gen_parity { |g| s = g::State.new(max_nesting: 5, indent: "x", depth: 2); s.configure(allow_nan: true); s.to_h }
+      expect_gen_parity { |g| s = g::State.new(indent: "\t".b, space: "x".encode("ISO-8859-1")); [s.indent.encoding, s.space.encoding, s.indent.frozen?, s.object_nl.frozen?] }
+      expect_gen_parity { |g| s = g::State.new(indent: "x"); s.indent = nil; s.indent }
+      expect_gen_parity { |g| s = g::State.new; s.max_nesting = nil; s.depth = false; [s.max_nesting, s.depth] }
+      expect_gen_parity { |g| s = g::State.new; s.allow_nan = true if s.respond_to?(:allow_nan=); s.allow_nan? }
+      expect_gen_parity { |g| g::State.private_instance_methods(false).sort }
+    end
+
+    it "writes what follows a #to_json in a Hash like the gem (json 2.9's copied State)" do
+      value = [{ "a" => [:x, { "b" => :y }], "c" => [1], "d" => { "e" => 1 } }, :z, { "f" => [] }]
+      [{ indent: " ", space: " ", object_nl: "\n", array_nl: "\n" }, { max_nesting: 3 }, { max_nesting: 4 }].each do |opts|
+        expect_gen_parity { JSON.generate(value, opts) }
+        expect_gen_parity { JSON.pretty_generate(value, opts) }
+        expect_gen_parity { |g| g::State.new(opts).generate(value) }
+      end
+    end
+  end
+
   describe "floats" do
     it "writes random doubles exactly as Float#to_s and the gem" do
       Kernel.srand(20_261_129)

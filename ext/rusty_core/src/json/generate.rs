@@ -371,6 +371,32 @@ pub fn escape_valid_utf8(s: &[u8], escape_slash: bool, out: &mut Vec<u8>) {
     }
 }
 
+/// json 2.9's `script_safe` also writes U+2028 and U+2029 (line separators to
+/// JavaScript) as `\u2028` and `\u2029`: rewrites them in `out` from `from` on, which
+/// holds escaped, well-formed UTF-8 (so their bytes E2 80 A8/A9 are only ever those
+/// characters).
+pub fn escape_js_separators(out: &mut Vec<u8>, from: usize) {
+    let is_separator = |w: &[u8]| w[0] == 0xe2 && w[1] == 0x80 && (w[2] == 0xa8 || w[2] == 0xa9);
+    if !out[from..].windows(3).any(is_separator) {
+        return;
+    }
+    let tail = out.split_off(from);
+    let mut i = 0;
+    while i < tail.len() {
+        if i + 3 <= tail.len() && is_separator(&tail[i..i + 3]) {
+            out.extend_from_slice(if tail[i + 2] == 0xa8 {
+                b"\\u2028"
+            } else {
+                b"\\u2029"
+            });
+            i += 3;
+        } else {
+            out.push(tail[i]);
+            i += 1;
+        }
+    }
+}
+
 /// "00" to "99", for writing two digits at a time.
 const DIGIT_PAIRS: &[u8; 200] = b"\
 0001020304050607080910111213141516171819\
@@ -639,6 +665,18 @@ fn tie_to_even(f: f64, digits: &[u8]) -> Option<u64> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn escapes_js_separators_after_the_mark_only() {
+        let mut out = "\u{2028}|".as_bytes().to_vec();
+        let mark = out.len();
+        out.extend_from_slice("\"a\u{2028}b\u{2029}\u{e9}\"".as_bytes());
+        super::escape_js_separators(&mut out, mark);
+        assert_eq!(out, "\u{2028}|\"a\\u2028b\\u2029\u{e9}\"".as_bytes());
+        let mut plain = b"\"abc\"".to_vec();
+        super::escape_js_separators(&mut plain, 0);
+        assert_eq!(plain, b"\"abc\"");
+    }
+
     use super::*;
 
     fn float(f: f64) -> String {

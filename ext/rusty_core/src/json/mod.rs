@@ -27,8 +27,8 @@ mod pow5_table;
 mod string;
 
 pub use generate::{
-    escape_string, escape_valid_utf8, push_bytes, quote_valid_utf8, write_f64, write_i64,
-    EscapeError,
+    escape_js_separators, escape_string, escape_valid_utf8, push_bytes, quote_valid_utf8,
+    write_f64, write_i64, EscapeError,
 };
 pub use number::{parse_float_fast, parse_int_fast, Decimal};
 pub use parser::{parse, Options, ParseError, Sink};

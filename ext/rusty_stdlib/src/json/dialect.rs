@@ -45,6 +45,17 @@ impl Dialect {
         Ok(dialect)
     }
 
+    /// The dialect [`Dialect::loaded`] found, for hot paths that cannot fail: 2.6's
+    /// until the generator's State methods were defined (which looks it up).
+    #[inline(always)]
+    pub fn current() -> Dialect {
+        if LOADED.load(Ordering::Relaxed) == 2 {
+            Dialect::V2_9
+        } else {
+            Dialect::V2_6
+        }
+    }
+
     fn for_version(version: &str) -> Dialect {
         let mut parts = version.split('.').map(|p| p.parse::<u32>().unwrap_or(0));
         let (major, minor) = (parts.next().unwrap_or(0), parts.next().unwrap_or(0));
@@ -123,6 +134,18 @@ impl Dialect {
     /// Whether a `create_id: nil` or `false` option means JSON.create_id (2.9) rather
     /// than that value (2.6).
     pub fn falsy_create_id_is_default(self) -> bool {
+        self == Dialect::V2_9
+    }
+
+    /// Whether generator messages start with the C source line (`"1003: NaN not allowed
+    /// in JSON"`), as 2.6's do.
+    pub fn numbers_generator_messages(self) -> bool {
+        self == Dialect::V2_6
+    }
+
+    /// Whether a `GeneratorError` carries the object it could not write
+    /// (`GeneratorError#invalid_object`, 2.9).
+    pub fn generator_errors_carry_object(self) -> bool {
         self == Dialect::V2_9
     }
 }

@@ -1,6 +1,9 @@
-//! `RustyStdlib::JSON::Generator`: a drop-in for json 2.6.1's `JSON::Ext::Generator`
-//! (`State` and `GeneratorMethods`), writing into one growing Rust buffer with
-//! `rusty_core::json`'s escaping and number formatting.
+//! `RustyStdlib::JSON::Generator`: a drop-in for json 2.6.1's and 2.9.1's
+//! `JSON::Ext::Generator` (`State` and `GeneratorMethods`), writing into one growing Rust
+//! buffer with `rusty_core::json`'s escaping and number formatting. What json 2.9 does
+//! differently is asked of the [`Dialect`] once per generation (or State method), and
+//! its own State API is in `generator/state_v2_9.rs`; the rest of this comment is 2.6's
+//! behaviour, which 2.9 shares unless said there.
 //!
 //! What the gem does and this mirrors: values are dispatched on their exact class
 //! (`CLASS_OF`, so a singleton class or a subclass goes through its `#to_json(state)`);
@@ -25,8 +28,16 @@ use magnus::{
 use rb_sys::{ruby_coderange_type, ruby_value_type, VALUE};
 use rusty_core::json as core;
 
+mod state_v2_9;
+
+use super::dialect::Dialect;
 use super::key_cache::{self, KeyCache};
-use crate::helpers::raw::{flags, set_encoding_index};
+use crate::helpers::raw::{class_of, flags, set_encoding_index};
+
+/// json 2.9's warning for a binary String holding UTF-8 (`rb_warn`, so printed unless
+/// `$VERBOSE` is nil).
+const BINARY_WARNING: &std::ffi::CStr =
+    c"JSON.generate: UTF-8 string passed as BINARY, this will raise an encoding error in json 3.0";
 
 /// The layout strings; `None` is the gem's NULL pointer.
 #[derive(Clone, Debug)]
@@ -39,6 +50,15 @@ struct Config {
     allow_nan: bool,
     ascii_only: bool,
     escape_slash: bool,
+    /// json 2.9's `script_safe` (which `escape_slash` names too) also escapes U+2028
+    /// and U+2029, JavaScript's line separators.
+    escape_separators: bool,
+    /// json 2.9's `strict`: a value of no JSON type raises rather than using `to_json`
+    /// or `to_s`.
+    strict: bool,
+    /// json 2.9 keeps the layout Strings as given: their encodings (indent, space,
+    /// space_before, object_nl, array_nl), which its readers give back.
+    layout_encodings: [i32; 5],
     max_nesting: i64,
     buffer_initial_length: i64,
 }
@@ -53,6 +73,9 @@ const DEFAULT_CONFIG: Config = Config {
     allow_nan: false,
     ascii_only: false,
     escape_slash: false,
+    escape_separators: false,
+    strict: false,
+    layout_encodings: [0; 5],
     max_nesting: 100,
     buffer_initial_length: 1024,
 };
@@ -83,6 +106,22 @@ static STATE_CLASS: Lazy<RClass> = Lazy::new(|ruby| {
 fn json_error(ruby: &Ruby, name: &str) -> Result<ExceptionClass, Error> {
     let json: RModule = ruby.class_object().const_get("JSON")?;
     json.const_get(name)
+}
+
+/// A `JSON::GeneratorError` for `message`; on json 2.9 it also carries `obj`, the value
+/// that could not be written (`GeneratorError.new(message, invalid_object)`).
+fn generator_error(ruby: &Ruby, dialect: Dialect, message: String, obj: Value) -> Error {
+    let class = match json_error(ruby, "GeneratorError") {
+        Ok(class) => class,
+        Err(e) => return e,
+    };
+    if !dialect.generator_errors_carry_object() {
+        return Error::new(class, message);
+    }
+    match class.funcall::<_, _, magnus::Exception>("new", (message, obj)) {
+        Ok(exception) => exception.into(),
+        Err(e) => e,
+    }
 }
 
 /// `Check_Type(v, t)`: raises the gem's TypeError ("wrong argument type X (expected Y)").
@@ -429,7 +468,16 @@ impl State {
 /// One generation: the state's layout, copied once, and the output buffer.
 struct Gen<'s> {
     state_value: Value,
+    /// The generation's State (the gem's `data->state`).
     state: &'s State,
+    /// The State the value being written counts its depth in (the gem's `state`
+    /// argument): the generation's, or before a [`Gen::spill`] the one it replaced.
+    cur: &'s State,
+    /// Whether the State is `State.generate`'s own, to be copied for the first `#to_json`.
+    spill_pending: bool,
+    /// After a [`Gen::spill`], the State object `cur` may still point into: kept here,
+    /// on the stack with the Gen, so the GC sees it for as long as `cur` is used.
+    spilled_from: Option<Value>,
     /// The state's layout, copied at the start as the gem does (borrowed when it is the
     /// default one, which saves the copy on the option-less path).
     cfg: Cow<'s, Config>,
@@ -455,6 +503,8 @@ struct Gen<'s> {
     keys: Option<Box<KeyCache>>,
     /// Keys of the Hashes walked while no Ruby code could run, until the table is made.
     keys_written: u32,
+    /// The json gem whose generator this stands in for.
+    dialect: Dialect,
 }
 
 /// A document writes this many keys before its keys are remembered: small ones would
@@ -495,6 +545,9 @@ impl<'s> Gen<'s> {
         Gen {
             state_value,
             state,
+            cur: state,
+            spill_pending: false,
+            spilled_from: None,
             cfg,
             object_delim2,
             array_delim,
@@ -507,6 +560,7 @@ impl<'s> Gen<'s> {
             unprotected_ok: true,
             keys: None,
             keys_written: 0,
+            dialect: Dialect::current(),
         }
     }
 
@@ -538,6 +592,8 @@ fn spare_buffer(capacity: usize) -> Vec<u8> {
 
 impl Drop for Gen<'_> {
     fn drop(&mut self) {
+        // The spilled-from State lives until here (see `spilled_from`).
+        std::hint::black_box(self.spilled_from);
         if let Some(keys) = self.keys.take() {
             KeyCache::give_back(keys);
         }
@@ -673,7 +729,13 @@ impl Gen<'_> {
             Ok(())
         } else {
             self.ruby_needed(ruby)?;
+            if self.cfg.strict {
+                return Err(self.not_allowed(ruby, obj));
+            }
             if obj.respond_to("to_json", false)? {
+                if self.spill_pending {
+                    self.spill(ruby);
+                }
                 let s: Value = obj.funcall("to_json", (self.state_value,))?;
                 check_type(s, ruby_value_type::RUBY_T_STRING)?;
                 let s = RString::from_value(s).expect("checked");
@@ -684,6 +746,93 @@ impl Gen<'_> {
                 check_type(s, ruby_value_type::RUBY_T_STRING)?;
                 self.string(ruby, RString::from_value(s).expect("checked"))
             }
+        }
+    }
+
+    /// json 2.9's `vstate_spill`: `State.generate` writes with a State of its own that
+    /// no Ruby code sees until a `#to_json` needs one; then a copy of it (with the depth
+    /// it has then) becomes the generation's State. The Hashes and Arrays being written
+    /// keep counting their depth in the one they started with (the gem's `state`
+    /// argument, our `cur`), while each Hash pair reads the new one: indentation and
+    /// nesting checks after such a `#to_json` show it, and we write them the same.
+    #[inline(never)]
+    fn spill(&mut self, ruby: &Ruby) {
+        self.spill_pending = false;
+        let copy = State {
+            config: RefCell::new(self.state.config.borrow().clone()),
+            depth: Cell::new(self.state.depth.get()),
+        };
+        let copy = ruby.obj_wrap(copy);
+        self.spilled_from = Some(self.state_value);
+        self.state_value = copy.as_value();
+        self.state = get_state(self.state_value).expect("a State");
+    }
+
+    /// json 2.9's `strict` error for a value of no JSON type: its class (the singleton
+    /// class if it has one, as `CLASS_OF`) "not allowed in JSON".
+    #[inline(never)]
+    fn not_allowed(&self, ruby: &Ruby, obj: Value) -> Error {
+        let raw = obj.as_raw();
+        let class = if rb_sys::SPECIAL_CONST_P(raw) {
+            unsafe { rb_sys::rb_obj_class(raw) }
+        } else {
+            class_of(raw)
+        };
+        let class = unsafe { Value::from_raw(class) };
+        match class.funcall::<_, _, RString>("to_s", ()) {
+            Ok(name) => generator_error(
+                ruby,
+                self.dialect,
+                // SAFETY: no Ruby code runs while the bytes are read.
+                format!("{} not allowed in JSON", unsafe { name.to_string_lossy() }),
+                obj,
+            ),
+            Err(e) => e,
+        }
+    }
+
+    /// json 2.9's `ensure_valid_encoding`: a binary String whose bytes are UTF-8 is read
+    /// as UTF-8 (with a warning unless it is ASCII); any other String is `encode`d to
+    /// UTF-8, its failure raised as a GeneratorError carrying the String.
+    #[inline(never)]
+    fn utf8_v2_9(&mut self, ruby: &Ruby, s: RString) -> Result<RString, Error> {
+        let raw = s.as_raw();
+        if encoding_index(raw) == unsafe { rb_sys::rb_ascii8bit_encindex() } {
+            let utf8 = self.utf8;
+            let copy = protect(|| unsafe {
+                let copy = rb_sys::rb_str_dup(raw);
+                rb_sys::rb_enc_associate_index(copy, utf8)
+            })?;
+            let range = coderange(copy);
+            if range == ruby_coderange_type::RUBY_ENC_CODERANGE_VALID as u32 {
+                protect(|| unsafe {
+                    rb_sys::rb_warn(BINARY_WARNING.as_ptr());
+                    rb_sys::Qnil as VALUE
+                })?;
+            }
+            if range == ruby_coderange_type::RUBY_ENC_CODERANGE_7BIT as u32
+                || range == ruby_coderange_type::RUBY_ENC_CODERANGE_VALID as u32
+            {
+                return Ok(RString::from_value(unsafe { Value::from_raw(copy) }).expect("a String"));
+            }
+        }
+        let encoding: RClass = ruby.class_object().const_get("Encoding")?;
+        let utf8: Value = encoding.const_get("UTF_8")?;
+        match s.funcall::<_, _, RString>("encode", (utf8,)) {
+            Ok(converted) => Ok(converted),
+            Err(e) if e.is_kind_of(ruby.exception_standard_error()) => {
+                let message: RString = match e.value() {
+                    Some(exception) => exception.funcall("message", ())?,
+                    None => return Err(e),
+                };
+                Err(generator_error(
+                    ruby,
+                    self.dialect,
+                    message.to_string()?,
+                    s.as_value(),
+                ))
+            }
+            Err(e) => Err(e),
         }
     }
 
@@ -701,18 +850,18 @@ impl Gen<'_> {
             None
         };
         if !f.is_finite() && !self.cfg.allow_nan {
-            let line = if f.is_infinite() { 1000 } else { 1003 };
+            let dialect = self.dialect;
             let mut text = Vec::new();
             match redefined {
                 Some(s) => text.extend_from_slice(unsafe { s.as_slice() }),
                 None => core::write_f64(f, &mut text),
             }
-            let message = format!(
-                "{}: {} not allowed in JSON",
-                line,
-                String::from_utf8_lossy(&text)
-            );
-            return Err(Error::new(json_error(ruby, "GeneratorError")?, message));
+            let mut message = format!("{} not allowed in JSON", String::from_utf8_lossy(&text));
+            if dialect.numbers_generator_messages() {
+                let line = if f.is_infinite() { 1000 } else { 1003 };
+                message = format!("{line}: {message}");
+            }
+            return Err(generator_error(ruby, dialect, message, obj));
         }
         match redefined {
             Some(s) => self.out.extend_from_slice(unsafe { s.as_slice() }),
@@ -724,7 +873,10 @@ impl Gen<'_> {
     fn string(&mut self, ruby: &Ruby, s: RString) -> Result<(), Error> {
         let mut s = s;
         let index = encoding_index(s.as_raw());
-        if index != self.utf8 && index != self.usascii {
+        if index != self.utf8 && index != self.usascii && self.dialect == Dialect::V2_9 {
+            self.ruby_needed(ruby)?;
+            s = self.utf8_v2_9(ruby, s)?;
+        } else if index != self.utf8 && index != self.usascii {
             self.ruby_needed(ruby)?;
             let raw = s.as_raw();
             let converted = protect(|| unsafe {
@@ -741,9 +893,20 @@ impl Gen<'_> {
             || (coderange == ruby_coderange_type::RUBY_ENC_CODERANGE_VALID as u32
                 && !self.cfg.ascii_only
                 && encoding_index(s.as_raw()) == self.utf8);
+        let mark = self.out.len();
         if known_good {
             core::quote_valid_utf8(bytes, self.cfg.escape_slash, &mut self.out);
+            if self.cfg.escape_separators {
+                core::escape_js_separators(&mut self.out, mark);
+            }
             return Ok(());
+        }
+        if self.dialect == Dialect::V2_9
+            && coderange == ruby_coderange_type::RUBY_ENC_CODERANGE_BROKEN as u32
+        {
+            self.ruby_needed(ruby)?;
+            let message = core::EscapeError::Malformed.message().to_string();
+            return Err(generator_error(ruby, self.dialect, message, s.as_value()));
         }
         self.out.push(b'"');
         if let Err(e) = core::escape_string(
@@ -756,17 +919,21 @@ impl Gen<'_> {
             return Err(Error::new(json_error(ruby, "GeneratorError")?, e.message()));
         }
         self.out.push(b'"');
+        if self.cfg.escape_separators && !self.cfg.ascii_only {
+            core::escape_js_separators(&mut self.out, mark);
+        }
         Ok(())
     }
 
     /// `++depth` with the gem's nesting check (and a machine-stack check for
     /// `max_nesting: false`, where the gem would overflow into SystemStackError).
     fn enter(&mut self, ruby: &Ruby) -> Result<i64, Error> {
-        let depth = self.state.depth.get() + 1;
-        self.state.depth.set(depth);
+        let state = self.cur;
+        let depth = state.depth.get() + 1;
+        state.depth.set(depth);
         let max = self.cfg.max_nesting;
         if max != 0 && depth > max {
-            self.state.depth.set(depth - 1);
+            state.depth.set(depth - 1);
             self.ruby_needed(ruby)?;
             return Err(Error::new(
                 json_error(ruby, "NestingError")?,
@@ -794,7 +961,7 @@ impl Gen<'_> {
         }
         if self.unprotected_ok {
             let mark = self.out.len();
-            let depth = self.state.depth.get();
+            let depth = self.cur.depth.get();
             // Ruby code may have run since the last walk without it.
             if let Some(keys) = &mut self.keys {
                 keys.invalidate();
@@ -809,13 +976,22 @@ impl Gen<'_> {
             self.retry = false;
             self.unprotected_ok = false;
             self.out.truncate(mark);
-            self.state.depth.set(depth);
+            self.cur.depth.set(depth);
         }
         self.object_walk(ruby, hash, true)
     }
 
     fn object_walk(&mut self, ruby: &Ruby, hash: RHash, protected: bool) -> Result<(), Error> {
+        // The gem's `state` argument: its depth is the one this Hash counts in.
+        let state = self.cur;
         let depth = self.enter(ruby)?;
+        // json 2.9 writes an empty Hash as `{}` whatever the layout.
+        if self.dialect == Dialect::V2_9 && unsafe { rb_sys::rb_hash_size_num(hash.as_raw()) } == 0
+        {
+            state.depth.set(depth - 1);
+            core::push_bytes(&mut self.out, b"{}");
+            return Ok(());
+        }
         if self.keys.is_none() && !protected {
             self.count_keys(hash);
         }
@@ -823,7 +999,6 @@ impl Gen<'_> {
         let mut walk = PairWalk {
             gen: self,
             ruby,
-            depth,
             first: true,
             result: Ok(()),
         };
@@ -840,8 +1015,8 @@ impl Gen<'_> {
             unsafe { rb_sys::rb_hash_foreach(raw, Some(walk_pair), arg) };
         }
         walk.result?;
-        let depth = self.state.depth.get() - 1;
-        self.state.depth.set(depth);
+        let depth = state.depth.get() - 1;
+        state.depth.set(depth);
         if let Some(nl) = &self.cfg.object_nl {
             self.out.extend_from_slice(nl);
             push_indent(&mut self.out, &self.cfg.indent, depth);
@@ -861,14 +1036,12 @@ impl Gen<'_> {
         }
     }
 
-    fn pair(
-        &mut self,
-        ruby: &Ruby,
-        key: Value,
-        value: Value,
-        depth: i64,
-        first: bool,
-    ) -> Result<(), Error> {
+    fn pair(&mut self, ruby: &Ruby, key: Value, value: Value, first: bool) -> Result<(), Error> {
+        // The gem's `json_object_i` reads the generation's current State (see `spill`)
+        // and its depth afresh for each pair.
+        let state = self.state;
+        self.cur = state;
+        let depth = state.depth.get();
         if !first {
             self.out.push(b',');
         }
@@ -889,6 +1062,9 @@ impl Gen<'_> {
             let name = unsafe { rb_sys::rb_sym2str(sym.as_raw()) };
             let name = RString::from_value(unsafe { Value::from_raw(name) }).expect("a String");
             self.string(ruby, name)?;
+        } else if self.dialect == Dialect::V2_9 {
+            self.ruby_needed(ruby)?;
+            self.converted_key_v2_9(ruby, key)?;
         } else {
             self.ruby_needed(ruby)?;
             let s: Value = key.funcall("to_s", ())?;
@@ -902,16 +1078,42 @@ impl Gen<'_> {
                 keys.put(key.as_raw(), written);
             }
         }
+        self.cur = state;
         self.value(ruby, value)
+    }
+
+    /// json 2.9's key other than a String or Symbol: a String subclass's `to_s`, anything
+    /// else through `rb_convert_type(key, T_STRING, "String", "to_s")`.
+    #[inline(never)]
+    fn converted_key_v2_9(&mut self, ruby: &Ruby, key: Value) -> Result<(), Error> {
+        let raw = key.as_raw();
+        let s = if unsafe { rb_sys::RB_TYPE_P(raw, ruby_value_type::RUBY_T_STRING) } {
+            key.funcall("to_s", ())?
+        } else {
+            let converted = protect(|| unsafe {
+                rb_sys::rb_convert_type(
+                    raw,
+                    ruby_value_type::RUBY_T_STRING as i32,
+                    c"String".as_ptr(),
+                    c"to_s".as_ptr(),
+                )
+            })?;
+            unsafe { Value::from_raw(converted) }
+        };
+        self.value(ruby, s)
     }
 
     fn array(&mut self, ruby: &Ruby, ary: RArray) -> Result<(), Error> {
         // An empty Array (most of citm_catalog.json's 10,451) in the compact layout is
         // `[]` whenever the nesting check passes; the depth it would set is put back at
         // once. Anything else (an error to raise among them) takes the general way.
-        if unsafe { rb_sys::RARRAY_LEN(ary.as_raw()) } == 0 && self.cfg.array_nl.is_none() {
+        // So does json 2.9 in any layout.
+        let state = self.cur;
+        if unsafe { rb_sys::RARRAY_LEN(ary.as_raw()) } == 0
+            && (self.cfg.array_nl.is_none() || self.dialect == Dialect::V2_9)
+        {
             let max = self.cfg.max_nesting;
-            let depth = self.state.depth.get() + 1;
+            let depth = state.depth.get() + 1;
             if (max == 0 || depth <= max) && depth <= 256 {
                 core::push_bytes(&mut self.out, b"[]");
                 return Ok(());
@@ -931,11 +1133,12 @@ impl Gen<'_> {
             }
             push_indent(&mut self.out, &self.cfg.indent, depth);
             let v = unsafe { Value::from_raw(*rb_sys::RARRAY_CONST_PTR(raw).add(i as usize)) };
+            self.cur = state;
             self.value(ruby, v)?;
             i += 1;
         }
         let depth = depth - 1;
-        self.state.depth.set(depth);
+        state.depth.set(depth);
         if let Some(nl) = &self.cfg.array_nl {
             self.out.extend_from_slice(nl);
             push_indent(&mut self.out, &self.cfg.indent, depth);
@@ -949,7 +1152,6 @@ impl Gen<'_> {
 struct PairWalk<'g, 's, 'r> {
     gen: &'g mut Gen<'s>,
     ruby: &'r Ruby,
-    depth: i64,
     first: bool,
     result: Result<(), Error>,
 }
@@ -959,7 +1161,7 @@ unsafe extern "C" fn walk_pair(key: VALUE, value: VALUE, arg: VALUE) -> std::os:
     let walk = &mut *(arg as *mut PairWalk);
     let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         let (key, value) = (Value::from_raw(key), Value::from_raw(value));
-        walk.gen.pair(walk.ruby, key, value, walk.depth, walk.first)
+        walk.gen.pair(walk.ruby, key, value, walk.first)
     }));
     walk.first = false;
     let result = match outcome {
@@ -1079,36 +1281,69 @@ fn object_to_json(ruby: &Ruby, rb_self: Value, args: &[Value]) -> Result<Value, 
     partial_generate(ruby, state, string).map(|s| s.as_value())
 }
 
-pub fn init(ruby: &Ruby, json: RModule) -> Result<(), Error> {
+/// The State methods that differ between json versions, defined once the json gem is
+/// loaded (by lib/rusty_stdlib/json/generator.rb, which adds json 2.9's Ruby-level
+/// ones): gives the version's dialect, `"2.6"` or `"2.9"`.
+fn define_state_methods(ruby: &Ruby) -> Result<&'static str, Error> {
     use magnus::method;
+    static DEFINED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    let state = ruby.get_inner(&STATE_CLASS);
+    let dialect = Dialect::loaded(ruby)?;
+    if DEFINED.swap(true, std::sync::atomic::Ordering::Relaxed) {
+        return Ok(dialect_name(dialect));
+    }
+    if dialect == Dialect::V2_9 {
+        state_v2_9::define(state)?;
+        return Ok(dialect_name(dialect));
+    }
+    state.define_method("initialize", method!(State::initialize, -1))?;
+    state.define_method("indent", method!(State::indent, 0))?;
+    state.define_method("space", method!(State::space, 0))?;
+    state.define_method("space_before", method!(State::space_before, 0))?;
+    state.define_method("object_nl", method!(State::object_nl, 0))?;
+    state.define_method("array_nl", method!(State::array_nl, 0))?;
+    state.define_method("indent=", method!(State::set_indent, 1))?;
+    state.define_method("space=", method!(State::set_space, 1))?;
+    state.define_method("space_before=", method!(State::set_space_before, 1))?;
+    state.define_method("object_nl=", method!(State::set_object_nl, 1))?;
+    state.define_method("array_nl=", method!(State::set_array_nl, 1))?;
+    state.define_method("max_nesting=", method!(State::set_max_nesting, 1))?;
+    state.define_method("depth=", method!(State::set_depth, 1))?;
+    state.define_method("escape_slash", method!(State::escape_slash, 0))?;
+    state.define_method("escape_slash?", method!(State::escape_slash, 0))?;
+    state.define_method("escape_slash=", method!(State::set_escape_slash, 1))?;
+    state.define_method("configure", method!(State::configure, 1))?;
+    state.define_alias("merge", "configure")?;
+    state.define_method("to_h", method!(State::to_h, 0))?;
+    state.define_alias("to_hash", "to_h")?;
+    state.define_method("[]", method!(State::aref, 1))?;
+    state.define_method("[]=", method!(State::aset, 2))?;
+    state.define_method("generate", method!(State::generate, 1))?;
+    Ok(dialect_name(dialect))
+}
+
+fn dialect_name(dialect: Dialect) -> &'static str {
+    match dialect {
+        Dialect::V2_6 => "2.6",
+        Dialect::V2_9 => "2.9",
+    }
+}
+
+pub fn init(ruby: &Ruby, json: RModule) -> Result<(), Error> {
+    use magnus::{function, method};
     let generator = json.define_module("Generator")?;
     let plain = json.define_module("PlainGenerate")?;
     plain.define_method("generate", method!(plain_generate, -1))?;
     let state = generator.define_class("State", ruby.class_object())?;
     state.define_alloc_func::<State>();
     state.define_singleton_method("from_state", method!(State::from_state, 1))?;
-    state.define_method("initialize", method!(State::initialize, -1))?;
+
     state.define_method("initialize_copy", method!(State::initialize_copy, 1))?;
-    state.define_method("indent", method!(State::indent, 0))?;
-    state.define_method("indent=", method!(State::set_indent, 1))?;
-    state.define_method("space", method!(State::space, 0))?;
-    state.define_method("space=", method!(State::set_space, 1))?;
-    state.define_method("space_before", method!(State::space_before, 0))?;
-    state.define_method("space_before=", method!(State::set_space_before, 1))?;
-    state.define_method("object_nl", method!(State::object_nl, 0))?;
-    state.define_method("object_nl=", method!(State::set_object_nl, 1))?;
-    state.define_method("array_nl", method!(State::array_nl, 0))?;
-    state.define_method("array_nl=", method!(State::set_array_nl, 1))?;
     state.define_method("max_nesting", method!(State::max_nesting, 0))?;
-    state.define_method("max_nesting=", method!(State::set_max_nesting, 1))?;
-    state.define_method("escape_slash", method!(State::escape_slash, 0))?;
-    state.define_method("escape_slash?", method!(State::escape_slash, 0))?;
-    state.define_method("escape_slash=", method!(State::set_escape_slash, 1))?;
     state.define_method("check_circular?", method!(State::check_circular, 0))?;
     state.define_method("allow_nan?", method!(State::allow_nan, 0))?;
     state.define_method("ascii_only?", method!(State::ascii_only, 0))?;
     state.define_method("depth", method!(State::depth, 0))?;
-    state.define_method("depth=", method!(State::set_depth, 1))?;
     state.define_method(
         "buffer_initial_length",
         method!(State::buffer_initial_length, 0),
@@ -1117,13 +1352,9 @@ pub fn init(ruby: &Ruby, json: RModule) -> Result<(), Error> {
         "buffer_initial_length=",
         method!(State::set_buffer_initial_length, 1),
     )?;
-    state.define_method("configure", method!(State::configure, 1))?;
-    state.define_alias("merge", "configure")?;
-    state.define_method("to_h", method!(State::to_h, 0))?;
-    state.define_alias("to_hash", "to_h")?;
-    state.define_method("[]", method!(State::aref, 1))?;
-    state.define_method("[]=", method!(State::aset, 2))?;
-    state.define_method("generate", method!(State::generate, 1))?;
+
+    generator
+        .define_singleton_method("define_state_methods", function!(define_state_methods, 0))?;
 
     let methods = generator.define_module("GeneratorMethods")?;
     let object = methods.define_module("Object")?;

@@ -1,0 +1,257 @@
+//! The native half of json 2.9's `State` API, which differs from 2.6's: `configure`
+//! changes only the options it is given (`_configure`, called by the Ruby `configure`
+//! in lib/rusty_stdlib/json/generator.rb, as the gem's state.rb calls its C one), an
+//! empty or falsy layout string unsets that layout, `script_safe` (alias
+//! `escape_slash`) and `strict`, `generate(obj, io)`, and the class method
+//! `State.generate(obj, opts, io)` that json 2.9's `JSON.generate` and `JSON.dump` call.
+
+use magnus::{
+    prelude::*, r_hash::ForEach, rb_sys::AsRawValue, Error, RClass, RHash, RString, Ruby, Symbol,
+    Value,
+};
+use rb_sys::ruby_value_type;
+
+use super::{check_type, fixnum, get_state, partial_generate, Config, Gen, State};
+
+/// The layout Strings, in `Config::layout_encodings`' order.
+#[derive(Clone, Copy)]
+enum Layout {
+    Indent,
+    Space,
+    SpaceBefore,
+    ObjectNl,
+    ArrayNl,
+}
+
+/// `string_config` into `layout`: a falsy or empty value unsets it, anything else must
+/// be a String (kept with its encoding).
+fn set_layout(cfg: &mut Config, layout: Layout, v: Value) -> Result<(), Error> {
+    let mut value = None;
+    let mut encoding = 0;
+    if v.to_bool() {
+        check_type(v, ruby_value_type::RUBY_T_STRING)?;
+        let bytes = unsafe { RString::from_value(v).expect("checked").as_slice() }.to_vec();
+        encoding = unsafe { rb_sys::rb_enc_get_index(v.as_raw()) };
+        if !bytes.is_empty() {
+            value = Some(bytes);
+        }
+    }
+    let slot = match layout {
+        Layout::Indent => &mut cfg.indent,
+        Layout::Space => &mut cfg.space,
+        Layout::SpaceBefore => &mut cfg.space_before,
+        Layout::ObjectNl => &mut cfg.object_nl,
+        Layout::ArrayNl => &mut cfg.array_nl,
+    };
+    *slot = value;
+    cfg.layout_encodings[layout as usize] = encoding;
+    Ok(())
+}
+
+/// A layout reader: the String as given (a frozen copy in its encoding), or a frozen
+/// empty UTF-8 one when unset.
+fn layout(ruby: &Ruby, rb_self: Value, layout: Layout) -> Result<RString, Error> {
+    let cfg = get_state(rb_self)?.config.borrow();
+    let value = match layout {
+        Layout::Indent => &cfg.indent,
+        Layout::Space => &cfg.space,
+        Layout::SpaceBefore => &cfg.space_before,
+        Layout::ObjectNl => &cfg.object_nl,
+        Layout::ArrayNl => &cfg.array_nl,
+    };
+    let (bytes, encoding) = match value {
+        Some(bytes) => (&bytes[..], cfg.layout_encodings[layout as usize]),
+        None => (&b""[..], unsafe { rb_sys::rb_utf8_encindex() }),
+    };
+    let s = ruby.str_from_slice(bytes);
+    unsafe { rb_sys::rb_enc_associate_index(s.as_raw(), encoding) };
+    s.freeze();
+    Ok(s)
+}
+
+/// `long_config`: falsy is 0, anything else read as `FIX2LONG` reads it (the gem does
+/// not check the type: a non-Fixnum gives its VALUE shifted right by one).
+fn long_config(v: Value) -> i64 {
+    if !v.to_bool() {
+        0
+    } else if let Some(n) = magnus::Fixnum::from_value(v) {
+        n.to_i64()
+    } else {
+        (v.as_raw() as i64) >> 1
+    }
+}
+
+/// `configure_state`: each Symbol key of `opts` it knows, in the Hash's order.
+pub fn configure(state: &State, opts: RHash) -> Result<(), Error> {
+    opts.foreach(|key: Value, val: Value| {
+        let Some(name) = Symbol::from_value(key) else {
+            return Ok(ForEach::Continue);
+        };
+        let name = name.name()?;
+        let mut cfg = state.config.borrow_mut();
+        match &*name {
+            "indent" => set_layout(&mut cfg, Layout::Indent, val)?,
+            "space" => set_layout(&mut cfg, Layout::Space, val)?,
+            "space_before" => set_layout(&mut cfg, Layout::SpaceBefore, val)?,
+            "object_nl" => set_layout(&mut cfg, Layout::ObjectNl, val)?,
+            "array_nl" => set_layout(&mut cfg, Layout::ArrayNl, val)?,
+            "max_nesting" => cfg.max_nesting = long_config(val),
+            "allow_nan" => cfg.allow_nan = val.to_bool(),
+            "ascii_only" => cfg.ascii_only = val.to_bool(),
+            "depth" => {
+                drop(cfg);
+                state.depth.set(long_config(val));
+            }
+            "buffer_initial_length" => {
+                let n = fixnum(val)?;
+                if n > 0 {
+                    cfg.buffer_initial_length = n;
+                }
+            }
+            "script_safe" | "escape_slash" => {
+                cfg.escape_slash = val.to_bool();
+                cfg.escape_separators = val.to_bool();
+            }
+            "strict" => cfg.strict = val.to_bool(),
+            _ => {}
+        }
+        Ok(ForEach::Continue)
+    })
+}
+
+/// `State#_configure(opts)` (private; `opts` already a Hash).
+pub fn private_configure(rb_self: Value, opts: RHash) -> Result<Value, Error> {
+    configure(get_state(rb_self)?, opts)?;
+    Ok(rb_self)
+}
+
+/// What `generate` gives back: the JSON text, or `io` after writing it there.
+fn deliver(result: RString, io: Value) -> Result<Value, Error> {
+    if io.to_bool() {
+        let _: Value = io.funcall("write", (result,))?;
+        Ok(io)
+    } else {
+        Ok(result.as_value())
+    }
+}
+
+/// `State#_generate(obj, io)` (private; the Ruby `generate(obj, io = nil)` calls it).
+pub fn private_generate(
+    ruby: &Ruby,
+    rb_self: Value,
+    obj: Value,
+    io: Value,
+) -> Result<Value, Error> {
+    deliver(partial_generate(ruby, rb_self, obj)?, io)
+}
+
+/// `State.generate(obj, opts, io)`: a fresh State configured by `opts` (nil, or a Hash).
+pub fn class_generate(
+    ruby: &Ruby,
+    _class: RClass,
+    obj: Value,
+    opts: Value,
+    io: Value,
+) -> Result<Value, Error> {
+    let state = ruby.obj_wrap(State::default());
+    if opts.to_bool() {
+        check_type(opts, ruby_value_type::RUBY_T_HASH)?;
+        configure(&state, RHash::from_value(opts).expect("checked"))?;
+    }
+    let mut gen = Gen::new(state.as_value())?;
+    gen.spill_pending = true;
+    gen.value(ruby, obj)?;
+    deliver(gen.finish(ruby), io)
+}
+
+/// Layout readers and writers (a falsy or empty value unsets the layout).
+macro_rules! layout_accessors {
+    ($($get:ident $set:ident $layout:ident),*) => {
+        $(
+            pub fn $get(ruby: &Ruby, rb_self: Value) -> Result<RString, Error> {
+                layout(ruby, rb_self, Layout::$layout)
+            }
+
+            pub fn $set(ruby: &Ruby, rb_self: Value, v: Value) -> Result<Value, Error> {
+                set_layout(&mut get_state(rb_self)?.config.borrow_mut(), Layout::$layout, v)?;
+                Ok(ruby.qnil().as_value())
+            }
+        )*
+    };
+}
+
+layout_accessors!(indent set_indent Indent, space set_space Space,
+    space_before set_space_before SpaceBefore, object_nl set_object_nl ObjectNl,
+    array_nl set_array_nl ArrayNl);
+
+pub fn set_max_nesting(ruby: &Ruby, rb_self: Value, v: Value) -> Result<Value, Error> {
+    get_state(rb_self)?.config.borrow_mut().max_nesting = long_config(v);
+    Ok(ruby.qnil().as_value())
+}
+
+pub fn set_depth(ruby: &Ruby, rb_self: Value, v: Value) -> Result<Value, Error> {
+    get_state(rb_self)?.depth.set(long_config(v));
+    Ok(ruby.qnil().as_value())
+}
+
+pub fn script_safe(rb_self: Value) -> Result<bool, Error> {
+    Ok(get_state(rb_self)?.config.borrow().escape_slash)
+}
+
+pub fn set_script_safe(ruby: &Ruby, rb_self: Value, v: Value) -> Result<Value, Error> {
+    let mut cfg = get_state(rb_self)?.config.borrow_mut();
+    cfg.escape_slash = v.to_bool();
+    cfg.escape_separators = v.to_bool();
+    Ok(ruby.qnil().as_value())
+}
+
+pub fn strict(rb_self: Value) -> Result<bool, Error> {
+    Ok(get_state(rb_self)?.config.borrow().strict)
+}
+
+pub fn set_strict(ruby: &Ruby, rb_self: Value, v: Value) -> Result<Value, Error> {
+    get_state(rb_self)?.config.borrow_mut().strict = v.to_bool();
+    Ok(ruby.qnil().as_value())
+}
+
+pub fn set_allow_nan(ruby: &Ruby, rb_self: Value, v: Value) -> Result<Value, Error> {
+    get_state(rb_self)?.config.borrow_mut().allow_nan = v.to_bool();
+    Ok(ruby.qnil().as_value())
+}
+
+pub fn set_ascii_only(ruby: &Ruby, rb_self: Value, v: Value) -> Result<Value, Error> {
+    get_state(rb_self)?.config.borrow_mut().ascii_only = v.to_bool();
+    Ok(ruby.qnil().as_value())
+}
+
+/// Defines the 2.9 methods on our State class.
+pub fn define(state: RClass) -> Result<(), Error> {
+    use magnus::method;
+    state.define_singleton_method("generate", method!(class_generate, 3))?;
+    state.define_private_method("_configure", method!(private_configure, 1))?;
+    state.define_private_method("_generate", method!(private_generate, 2))?;
+    state.define_method("indent", method!(indent, 0))?;
+    state.define_method("indent=", method!(set_indent, 1))?;
+    state.define_method("space", method!(space, 0))?;
+    state.define_method("space=", method!(set_space, 1))?;
+    state.define_method("space_before", method!(space_before, 0))?;
+    state.define_method("space_before=", method!(set_space_before, 1))?;
+    state.define_method("object_nl", method!(object_nl, 0))?;
+    state.define_method("object_nl=", method!(set_object_nl, 1))?;
+    state.define_method("array_nl", method!(array_nl, 0))?;
+    state.define_method("array_nl=", method!(set_array_nl, 1))?;
+    state.define_method("max_nesting=", method!(set_max_nesting, 1))?;
+    state.define_method("depth=", method!(set_depth, 1))?;
+    state.define_method("script_safe", method!(script_safe, 0))?;
+    state.define_method("script_safe?", method!(script_safe, 0))?;
+    state.define_method("script_safe=", method!(set_script_safe, 1))?;
+    state.define_alias("escape_slash", "script_safe")?;
+    state.define_alias("escape_slash?", "script_safe?")?;
+    state.define_alias("escape_slash=", "script_safe=")?;
+    state.define_method("strict", method!(strict, 0))?;
+    state.define_method("strict?", method!(strict, 0))?;
+    state.define_method("strict=", method!(set_strict, 1))?;
+    state.define_method("allow_nan=", method!(set_allow_nan, 1))?;
+    state.define_method("ascii_only=", method!(set_ascii_only, 1))?;
+    Ok(())
+}
