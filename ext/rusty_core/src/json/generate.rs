@@ -305,9 +305,10 @@ pub fn quote_valid_utf8(s: &[u8], escape_slash: bool, out: &mut Vec<u8>) {
 }
 
 /// The first byte at or after `from` that needs an escape (a control character, `"`,
-/// `\\`, or with `slash` a `/`), or `s.len()`.
+/// `\\`, or with `slash` a `/`), or `s.len()`. The parser's string scan stops at the
+/// same bytes (without `slash`), so it uses this too.
 #[inline(always)]
-fn find_escape(s: &[u8], from: usize, slash: bool) -> usize {
+pub(super) fn find_escape(s: &[u8], from: usize, slash: bool) -> usize {
     let mut i = from;
     #[cfg(target_arch = "x86_64")]
     {

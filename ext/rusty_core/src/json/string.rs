@@ -10,61 +10,6 @@ pub struct StringScan {
     pub escaped: bool,
 }
 
-const ONES: u64 = 0x0101_0101_0101_0101;
-const HIGHS: u64 = 0x8080_8080_8080_8080;
-
-/// A mask with the high bit set in the first (lowest-addressed) byte of `block` that is a
-/// quote, a backslash or a control character, 0 when there is none. (Bytes after the first
-/// such byte may be flagged falsely, by a borrow; the first one never is.)
-#[inline(always)]
-fn specials(block: u64) -> u64 {
-    let has_zero = |v: u64| v.wrapping_sub(ONES) & !v & HIGHS;
-    let quote = has_zero(block ^ (ONES * b'"' as u64));
-    let backslash = has_zero(block ^ (ONES * b'\\' as u64));
-    let control = block.wrapping_sub(ONES * 0x20) & !block & HIGHS;
-    quote | backslash | control
-}
-
-/// The first byte at or after `p` that a string's scan must look at (a quote, a
-/// backslash or a control character), or a point less than eight bytes from the end.
-/// Sixteen bytes at a time with SSE2 (part of x86_64): the text of tweets and posts runs
-/// long between quotes. Elsewhere, and for the tail, eight bytes at a time.
-#[inline(always)]
-fn skip_plain(src: &[u8], mut p: usize) -> usize {
-    #[cfg(target_arch = "x86_64")]
-    {
-        use std::arch::x86_64::*;
-        // SAFETY: every load reads 16 bytes inside `src`.
-        unsafe {
-            let quote = _mm_set1_epi8(b'"' as i8);
-            let backslash = _mm_set1_epi8(b'\\' as i8);
-            let below_space = _mm_set1_epi8(0x1f);
-            while p + 16 <= src.len() {
-                let x = _mm_loadu_si128(src.as_ptr().add(p) as *const __m128i);
-                // A byte is a control character when max(byte, 0x1f) is 0x1f (unsigned).
-                let control = _mm_cmpeq_epi8(_mm_max_epu8(x, below_space), below_space);
-                let special = _mm_or_si128(
-                    _mm_or_si128(_mm_cmpeq_epi8(x, quote), _mm_cmpeq_epi8(x, backslash)),
-                    control,
-                );
-                let mask = _mm_movemask_epi8(special) as u32;
-                if mask != 0 {
-                    return p + mask.trailing_zeros() as usize;
-                }
-                p += 16;
-            }
-        }
-    }
-    while p + 8 <= src.len() {
-        let mask = specials(u64::from_le_bytes(src[p..p + 8].try_into().unwrap()));
-        if mask != 0 {
-            return p + (mask.trailing_zeros() / 8) as usize;
-        }
-        p += 8;
-    }
-    p
-}
-
 #[inline(always)]
 fn is_hex(b: u8) -> bool {
     b.is_ascii_hexdigit()
@@ -78,7 +23,9 @@ pub fn scan_string(src: &[u8], start: usize) -> Option<StringScan> {
     let mut p = start + 1;
     let mut escaped = false;
     loop {
-        p = skip_plain(src, p);
+        // The first quote, backslash or control character: the bytes the generator
+        // escapes (without `/`) are the ones this scan must stop at.
+        p = super::generate::find_escape(src, p, false);
         let &c = src.get(p)?;
         match c {
             b'"' => return Some(StringScan { end: p, escaped }),
