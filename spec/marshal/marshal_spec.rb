@@ -820,8 +820,13 @@ RSpec.describe "RustyStdlib::Marshal" do
         graph = gen.generate
         std_bytes = expect_same_dump(graph)
         expect(native_dump(graph)).not_to be_nil
-        expect_same_load(std_bytes)
-        expect_same_load(std_bytes, freeze: true)
+        begin
+          expect_same_load(std_bytes)
+          expect_same_load(std_bytes, freeze: true)
+        rescue RSpec::Expectations::ExpectationNotMetError => e
+          # The bytes, so that a rare failure can be replayed on its own.
+          raise e, "#{e.message}\nMarshal bytes (hex): #{std_bytes.unpack1('H*')}", e.backtrace
+        end
         expect(native_load(std_bytes)).not_to equal(fallback)
         expect_same_dump(graph, rng.rand(1..6)) # depth limits: bytes or "exceed depth limit"
       end
