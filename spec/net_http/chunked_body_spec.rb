@@ -41,7 +41,7 @@ RSpec.describe "Net::HTTPResponse#read_chunked (RustyStdlib::NetHttp :chunked_bo
         segments << res.body unless block # with a block, #body is the ReadAdapter
       end
     rescue StandardError => e
-      error = [e.class, e.message]
+      error = [e.class, Parity.without_addresses(e.message)]
     end
     [res.code, res.to_hash, segments, dest, error, log&.string, io.read_all]
   end
