@@ -5,12 +5,15 @@ require_relative "net_http_helper"
 
 # Shared by the end-to-end specs (WEBrick, nginx, a raw server of malformed responses):
 # describe a whole response, or a debug log, in a form that two runs against the same
-# server produce identically (the Date header and per-connection counters masked).
+# server produce identically (the Date header, per-connection counters and the validators
+# of files a spec writes masked).
 module EndToEndHelper
   include NetHttpHelper
 
-  # Headers whose values change from one request to the next whoever parses them.
-  VOLATILE = %w[date x-conn].freeze
+  # Headers whose values change from one request to the next whoever parses them. A file
+  # the spec PUTs is written once per run, so its Last-Modified and ETag (nginx's is
+  # mtime-size) differ when the two runs fall in different seconds.
+  VOLATILE = %w[date x-conn last-modified etag].freeze
 
   # Everything a caller can see of a response: class, status line, headers (as parsed
   # and as canonicalised), the body with its encoding, and what Net::HTTP derived.
@@ -28,7 +31,7 @@ module EndToEndHelper
   # each "reading N bytes..." joined: BufferedIO logs every buffer fill, so how they
   # split depends on how the bytes arrived, not on who parses them.
   def masked_log(log)
-    log.gsub(/(Date|X-Conn): [^\\]*/i, '\1: -').gsub(/^(reading \d+ bytes\.\.\.\n)((?:-> ".*"\n)+)/) do
+    log.gsub(/(Date|X-Conn|Last-Modified|ETag): [^\\]*/i, '\1: -').gsub(/^(reading \d+ bytes\.\.\.\n)((?:-> ".*"\n)+)/) do
       data = Regexp.last_match(2).lines.map { |line| line.chomp.delete_prefix("-> ").undump }.join
       "#{Regexp.last_match(1)}-> #{data.dump}\n"
     end
