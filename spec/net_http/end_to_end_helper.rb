@@ -14,6 +14,9 @@ module EndToEndHelper
   # the spec PUTs is written once per run, so its Last-Modified and ETag (nginx's is
   # mtime-size) differ when the two runs fall in different seconds.
   VOLATILE = %w[date x-conn last-modified etag].freeze
+  # The same headers in a debug log line, up to its escaped "\r\n" (past the escaped
+  # quotes of an ETag).
+  VOLATILE_LOGGED = /(#{VOLATILE.map { |name| Regexp.escape(name) }.join('|')}): (?:\\"|[^\\])*/i
 
   # Everything a caller can see of a response: class, status line, headers (as parsed
   # and as canonicalised), the body with its encoding, and what Net::HTTP derived.
@@ -27,12 +30,11 @@ module EndToEndHelper
      res.uri.to_s]
   end
 
-  # A set_debug_output log with the volatile header values masked (up to the logged
-  # line's escaped "\r\n", past the escaped quotes of an ETag), and the pieces of
+  # A set_debug_output log with the volatile header values masked, and the pieces of
   # each "reading N bytes..." joined: BufferedIO logs every buffer fill, so how they
   # split depends on how the bytes arrived, not on who parses them.
   def masked_log(log)
-    log.gsub(/(Date|X-Conn|Last-Modified|ETag): (?:\\"|[^\\])*/i, '\1: -').gsub(/^(reading \d+ bytes\.\.\.\n)((?:-> ".*"\n)+)/) do
+    log.gsub(VOLATILE_LOGGED) { "#{Regexp.last_match(1)}: -" }.gsub(/^(reading \d+ bytes\.\.\.\n)((?:-> ".*"\n)+)/) do
       data = Regexp.last_match(2).lines.map { |line| line.chomp.delete_prefix("-> ").undump }.join
       "#{Regexp.last_match(1)}-> #{data.dump}\n"
     end

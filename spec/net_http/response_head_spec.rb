@@ -158,8 +158,7 @@ RSpec.describe "Net::HTTPResponse head parsing (RustyStdlib::NetHttp :response_h
         keys = res.instance_variable_get(:@header).keys.map { |k| k.equal?(-k) }
         [res.class.name, res.code, res.message, res.http_version, res.to_hash.to_a, res.each_capitalized.to_a, keys]
       end
-      results = #{setup.split(/^---\n/).map { |part| "(#{part.strip}\n[RustyStdlib::NetHttp.stdlib { head }, head])" }.join(", ")}
-      results = [results] unless results.first.first.is_a?(Array)
+      results = [#{setup.split(/^---\n/).map { |part| "(#{part.strip}\n[RustyStdlib::NetHttp.stdlib { head }, head])" }.join(", ")}]
       $stdout.write Marshal.dump(results.transpose)
     RUBY
     out = IO.popen([RbConfig.ruby, "-W0", "-I", File.expand_path("../../lib", __dir__), "-e", script], &:read)
