@@ -212,6 +212,31 @@ RSpec.describe "RustyStdlib::JSON::Generator" do
       end
     end
 
+    # Hashes of core values are walked table by table, not through rb_hash_foreach
+    # (ext/rusty_stdlib/src/helpers/hash.rs): the order must stay the gem's in small and
+    # large tables alike, past deleted entries and after a rehash.
+    it "writes the pairs of changed, rehashed and identity Hashes in the gem's order" do
+      small = { "a" => 1, "b" => 2, "c" => 3, "d" => 4 }
+      small.delete("b")
+      small["b"] = 5
+      small.shift
+      large = (0...40).to_h { |i| ["k#{i}", i] }
+      (0...40).step(3) { |i| large.delete("k#{i}") }
+      large["k0"] = "back"
+      large.shift
+      rehashed = (0...20).to_h { |i| [[i], i] }
+      rehashed.each_key { |k| k << 0 if k.first.even? }
+      rehashed.rehash
+      identity = { "x" => 1 }.compare_by_identity
+      identity["x".dup] = 2
+      emptied = { "gone" => 1 }
+      emptied.delete("gone")
+      [small, large, rehashed, identity, emptied].each do |hash|
+        expect_all_entry_points(hash)
+        expect_all_entry_points({ "in" => [hash, { "again" => hash }] }, { indent: "  ", object_nl: "\n" })
+      end
+    end
+
     # Ours answers JSON.generate(obj) and JSON.generate(obj, nil) natively and hands every
     # other argument shape to the gem's JSON.generate (PlainGenerate in generator.rs).
     it "takes every argument shape of JSON.generate like the gem" do

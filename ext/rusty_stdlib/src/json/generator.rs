@@ -1010,9 +1010,9 @@ impl Gen<'_> {
                 rb_sys::Qnil as VALUE
             })?;
         } else {
-            // No Ruby code runs in this walk (see `ruby_needed`), so the Hash cannot change
-            // under rb_hash_foreach and it cannot raise.
-            unsafe { rb_sys::rb_hash_foreach(raw, Some(walk_pair), arg) };
+            // No Ruby code runs in this walk (see `ruby_needed`) and nothing raises, so the
+            // Hash cannot change under it.
+            unsafe { crate::helpers::hash::foreach_quiet(raw, walk_pair, arg) };
         }
         walk.result?;
         let depth = state.depth.get() - 1;

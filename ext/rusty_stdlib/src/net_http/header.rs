@@ -214,11 +214,11 @@ pub fn each_capitalized(ruby: &Ruby, rb_self: Value) -> Result<Value, Error> {
         .map(|enumerator| unsafe { Value::from_raw(enumerator) });
     }
     let mut check = (true, ruby.class_array().as_raw());
-    // rb_hash_foreach with a callback that calls no Ruby code does not raise.
+    // SAFETY: check_array runs no Ruby code.
     unsafe {
-        rb_sys::rb_hash_foreach(
+        crate::helpers::hash::foreach_quiet(
             hash.as_raw(),
-            Some(check_array),
+            check_array,
             &mut check as *mut (bool, rb_sys::VALUE) as rb_sys::VALUE,
         )
     };
