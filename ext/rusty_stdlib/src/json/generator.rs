@@ -63,6 +63,49 @@ struct Config {
     buffer_initial_length: i64,
 }
 
+/// The layout Strings of a [`Config`], in `Config::layout_encodings`' order.
+#[derive(Clone, Copy)]
+enum Layout {
+    Indent,
+    Space,
+    SpaceBefore,
+    ObjectNl,
+    ArrayNl,
+}
+
+impl Layout {
+    const ALL: [Layout; 5] = [
+        Layout::Indent,
+        Layout::Space,
+        Layout::SpaceBefore,
+        Layout::ObjectNl,
+        Layout::ArrayNl,
+    ];
+}
+
+impl Config {
+    /// The field that holds `layout`.
+    fn layout_mut(&mut self, layout: Layout) -> &mut Option<Vec<u8>> {
+        match layout {
+            Layout::Indent => &mut self.indent,
+            Layout::Space => &mut self.space,
+            Layout::SpaceBefore => &mut self.space_before,
+            Layout::ObjectNl => &mut self.object_nl,
+            Layout::ArrayNl => &mut self.array_nl,
+        }
+    }
+
+    fn layout(&self, layout: Layout) -> &Option<Vec<u8>> {
+        match layout {
+            Layout::Indent => &self.indent,
+            Layout::Space => &self.space,
+            Layout::SpaceBefore => &self.space_before,
+            Layout::ObjectNl => &self.object_nl,
+            Layout::ArrayNl => &self.array_nl,
+        }
+    }
+}
+
 /// A new State's layout: what `JSON.generate(obj)` without options writes with.
 const DEFAULT_CONFIG: Config = Config {
     indent: None,
@@ -225,13 +268,8 @@ impl State {
         let (dst, src) = (get_state(rb_self)?, get_state(orig)?);
         let mut cfg = src.config.borrow().clone();
         // The gem copies the layout strings by their length: an empty one becomes NULL.
-        for slot in [
-            &mut cfg.indent,
-            &mut cfg.space,
-            &mut cfg.space_before,
-            &mut cfg.object_nl,
-            &mut cfg.array_nl,
-        ] {
+        for layout in Layout::ALL {
+            let slot = cfg.layout_mut(layout);
             if slot.as_ref().is_some_and(|s| s.is_empty()) {
                 *slot = None;
             }
@@ -269,23 +307,17 @@ impl State {
                 .map(|v| v.to_bool())
         };
         let mut cfg = state.config.borrow().clone();
-        for (name, slot) in [
-            ("indent", 0),
-            ("space", 1),
-            ("space_before", 2),
-            ("array_nl", 3),
-            ("object_nl", 4),
+        // Looked up in the gem's order.
+        for (name, layout) in [
+            ("indent", Layout::Indent),
+            ("space", Layout::Space),
+            ("space_before", Layout::SpaceBefore),
+            ("array_nl", Layout::ArrayNl),
+            ("object_nl", Layout::ObjectNl),
         ] {
             let v = aref(name)?;
             if v.to_bool() {
-                let bytes = Some(layout_bytes(v)?);
-                match slot {
-                    0 => cfg.indent = bytes,
-                    1 => cfg.space = bytes,
-                    2 => cfg.space_before = bytes,
-                    3 => cfg.array_nl = bytes,
-                    _ => cfg.object_nl = bytes,
-                }
+                *cfg.layout_mut(layout) = Some(layout_bytes(v)?);
             }
         }
         cfg.max_nesting = 100;

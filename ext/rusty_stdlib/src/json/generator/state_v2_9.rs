@@ -11,17 +11,7 @@ use magnus::{
 };
 use rb_sys::ruby_value_type;
 
-use super::{check_type, fixnum, get_state, partial_generate, Config, Gen, State};
-
-/// The layout Strings, in `Config::layout_encodings`' order.
-#[derive(Clone, Copy)]
-enum Layout {
-    Indent,
-    Space,
-    SpaceBefore,
-    ObjectNl,
-    ArrayNl,
-}
+use super::{check_type, fixnum, get_state, partial_generate, Config, Gen, Layout, State};
 
 /// `string_config` into `layout`: a falsy or empty value unsets it, anything else must
 /// be a String (kept with its encoding).
@@ -36,14 +26,7 @@ fn set_layout(cfg: &mut Config, layout: Layout, v: Value) -> Result<(), Error> {
             value = Some(bytes);
         }
     }
-    let slot = match layout {
-        Layout::Indent => &mut cfg.indent,
-        Layout::Space => &mut cfg.space,
-        Layout::SpaceBefore => &mut cfg.space_before,
-        Layout::ObjectNl => &mut cfg.object_nl,
-        Layout::ArrayNl => &mut cfg.array_nl,
-    };
-    *slot = value;
+    *cfg.layout_mut(layout) = value;
     cfg.layout_encodings[layout as usize] = encoding;
     Ok(())
 }
@@ -52,14 +35,7 @@ fn set_layout(cfg: &mut Config, layout: Layout, v: Value) -> Result<(), Error> {
 /// empty UTF-8 one when unset.
 fn layout(ruby: &Ruby, rb_self: Value, layout: Layout) -> Result<RString, Error> {
     let cfg = get_state(rb_self)?.config.borrow();
-    let value = match layout {
-        Layout::Indent => &cfg.indent,
-        Layout::Space => &cfg.space,
-        Layout::SpaceBefore => &cfg.space_before,
-        Layout::ObjectNl => &cfg.object_nl,
-        Layout::ArrayNl => &cfg.array_nl,
-    };
-    let (bytes, encoding) = match value {
+    let (bytes, encoding) = match cfg.layout(layout) {
         Some(bytes) => (&bytes[..], cfg.layout_encodings[layout as usize]),
         None => (&b""[..], unsafe { rb_sys::rb_utf8_encindex() }),
     };
