@@ -983,8 +983,9 @@ impl Gen<'_> {
 
     /// A Hash. `rb_hash_foreach` raises if user code run from the walk changed the
     /// Hash, so it must run under `protect` whenever user code may run. Most documents
-    /// hold only core values, so the walk is first tried without `protect` (one
-    /// `setjmp` less per Hash) and running no Ruby code at all; at the first value that
+    /// hold only core values, so the walk is first tried without `protect` and without
+    /// `rb_hash_foreach` (two `setjmp`s less per Hash: see `helpers::hash`), running no
+    /// Ruby code at all; at the first value that
     /// would need Ruby, the outermost such Hash is written again from its start, and
     /// everything after that is protected.
     fn object(&mut self, ruby: &Ruby, hash: RHash) -> Result<(), Error> {
