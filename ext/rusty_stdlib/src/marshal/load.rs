@@ -689,10 +689,17 @@ impl<'a> Loader<'a> {
         })
         .map_err(|_| Fallback)?;
         self.entry(time);
-        if self.freeze {
+        if self.freezes_user_type(with_ivars) {
             unsafe { rb_sys::rb_obj_freeze(time) };
         }
         Ok(time)
+    }
+
+    /// Whether `freeze: true` freezes the result of a `u` record's `_load` (a Time's
+    /// included): Ruby 3.1 freezes it only through the `I` wrapper's r_leave, so not
+    /// without ivars; 3.3 always.
+    fn freezes_user_type(&self, with_ivars: bool) -> bool {
+        self.freeze && (with_ivars || rb_sys::RUBY_API_VERSION_CODE >= 30300)
     }
 
     /// Inserting a Hash key calls its `hash` (and maybe `eql?`) methods unless it is a
@@ -747,8 +754,7 @@ impl<'a> Loader<'a> {
         self.ensure_scanned()?;
         let v = self.call_hook(klass, ids().underscore_load, data)?;
         self.entry(v);
-        // Ruby 3.1 freezes the result only through the `I` wrapper's r_leave; 3.3 always.
-        if self.freeze && (with_ivars || rb_sys::RUBY_API_VERSION_CODE >= 30300) {
+        if self.freezes_user_type(with_ivars) {
             if unsafe { rb_sys::RB_TYPE_P(v, rb_sys::ruby_value_type::RUBY_T_STRING) } {
                 return Err(Fallback); // MRI may intern it: the stdlib's
             }
