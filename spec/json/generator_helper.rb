@@ -40,23 +40,13 @@ module JSONGenParity
   # about binary strings from whichever Ruby frame called it, the gem's state.rb or ours).
   def expect_gen_parity(&block)
     expected = JSONGenParity.with_generator(STDLIB) do
-      JSONGenParity.with_warnings { outcome_of { block.call(STDLIB) } }
+      Parity.with_warnings { outcome_of { block.call(STDLIB) } }
     end
     actual = JSONGenParity.with_generator(OURS) do
-      JSONGenParity.with_warnings { outcome_of(stress: Parity::GC_STRESS) { block.call(OURS) } }
+      Parity.with_warnings { outcome_of(stress: Parity::GC_STRESS) { block.call(OURS) } }
     end
     expect(actual).to eq(expected)
     expected
-  end
-
-  # The block's value and what it wrote to $stderr, locations removed.
-  def self.with_warnings
-    saved = $stderr
-    $stderr = StringIO.new
-    value = yield
-    [value, $stderr.string.gsub(/^.*?:\d+: warning: /, "warning: ")]
-  ensure
-    $stderr = saved
   end
 
   # Every public way of generating `value` with `opts`, compared one by one.

@@ -1,5 +1,7 @@
 # frozen_string_literal: true
 
+require "stringio"
+
 # Runs the same code against the stdlib and against rusty_stdlib and compares what
 # happened: the value (==, class, encoding, frozen?) or the exception (class, message).
 #
@@ -40,6 +42,17 @@ module Parity
     return message unless message.valid_encoding? # e.g. quoting invalid UTF-8 input
 
     message.gsub(/0x\h{8,16}/, "0x_")
+  end
+
+  # The block's value and what it wrote to $stderr, without the "file:line: " before each
+  # warning (the stdlib's and ours come from different files).
+  def self.with_warnings
+    saved = $stderr
+    $stderr = StringIO.new
+    value = yield
+    [value, $stderr.string.gsub(/^.*?:\d+: warning: /, "warning: ")]
+  ensure
+    $stderr = saved
   end
 
   # Compared by name: a swapped-in class (Digest::MD5) is another object with the same name.
