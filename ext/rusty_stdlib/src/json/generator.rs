@@ -994,7 +994,10 @@ impl Gen<'_> {
         }
         if self.unprotected_ok {
             let mark = self.out.len();
-            let depth = self.cur.depth.get();
+            // The walk counts depths in this Hash's State and, after a `spill`, in the
+            // generation's (see `pair`); a walk given up may leave both off.
+            let (cur, generation) = (self.cur, self.state);
+            let depths = (cur.depth.get(), generation.depth.get());
             // Ruby code may have run since the last walk without it.
             if let Some(keys) = &mut self.keys {
                 keys.invalidate();
@@ -1009,7 +1012,9 @@ impl Gen<'_> {
             self.retry = false;
             self.unprotected_ok = false;
             self.out.truncate(mark);
-            self.cur.depth.set(depth);
+            self.cur = cur;
+            generation.depth.set(depths.1);
+            cur.depth.set(depths.0);
         }
         self.object_walk(ruby, hash, true)
     }
