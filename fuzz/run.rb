@@ -17,6 +17,7 @@ abort "fuzz: the native extension did not load; run `rake compile` first" unless
 
 spec = File.expand_path("../spec", __dir__)
 require File.join(spec, "support", "parity")
+require_relative "target"
 require_relative "mutation"
 Dir[File.join(__dir__, "targets", "*.rb")].sort.each { |f| require f }
 

@@ -23,6 +23,8 @@ module Parity
     end
   end
 
+  # NoMemoryError and SystemStackError count too: a damaged length or a deep document
+  # makes the stdlib raise them, and ours must raise the same.
   def self.outcome(stress: false)
     value = begin
       GC.stress = true if stress
@@ -32,7 +34,7 @@ module Parity
     end
     encoding = value.encoding if value.respond_to?(:encoding)
     Outcome.new(false, class_name(value.class), value, encoding, value.frozen?)
-  rescue StandardError, ScriptError => e
+  rescue StandardError, ScriptError, NoMemoryError, SystemStackError => e
     Outcome.new(true, class_name(e.class), without_addresses(e.message), nil, nil)
   end
 
