@@ -563,6 +563,38 @@ RSpec.describe "RustyStdlib::Marshal" do
       expect_same_load("\x04")
     end
 
+    # Compiling these Regexps warns ("regular expression has ']' without escape",
+    # "character class has duplicated range" under -w): once per load, as MRI does, also
+    # when a hook makes ours scan first or the load ends in the stdlib (found by fuzz/).
+    it "prints a Regexp's compile warnings once per load, like the stdlib" do
+      verbose = $VERBOSE
+      $VERBOSE = nil
+      warns = Regexp.new("a]")
+      duplicated = Regexp.new("[aa]")
+      $VERBOSE = true # both kinds of warning
+      loads = [
+        stdlib.dump([warns, 1]),
+        stdlib.dump([warns, RustyMarshalSpec::MDump.new([1]), warns.dup]),
+        stdlib.dump([RustyMarshalSpec::MDump.new([warns]), duplicated]),
+        "\x04\b[\aI/\x0e[aa][b-a]\x00\x06:\x06EFi\x06".b, # does not compile
+        "#{stdlib.dump([warns, 1]).byteslice(0..-2)}\xff".b, # broken after it
+        stdlib.dump([warns, Object.new.extend(Comparable)])
+      ]
+      loads.each do |bytes|
+        warnings = [stdlib, ours].map do |m|
+          capture_stderr do
+            m.load(bytes)
+          rescue StandardError
+            nil
+          end
+        end
+        expect(warnings[1].gsub(/^.*?: warning: /, "")).to eq(warnings[0].gsub(/^.*?: warning: /, ""))
+        expect(warnings[0]).to include("warning")
+      end
+    ensure
+      $VERBOSE = verbose
+    end
+
     it "gives the stdlib's result for bad version bytes" do
       ["\x04\x09i\x06", "\x03\x08i\x06", "\x05\x00i\x06", "\x04\x07i\x06", "\x04\x00[\x00"].each do |bytes|
         # Ruby 3.1 warns about a 4.7 file under -w: capture it and compare that too.
@@ -787,6 +819,22 @@ RSpec.describe "RustyStdlib::Marshal" do
       bytes = stdlib.dump(value)
       expect(native_load(bytes)).to equal(fallback)
       expect_same_hook_calls { |m| MarshalHelper.describe(m.load(bytes)) }
+    end
+
+    # The scan before the first hook cannot know a hook's result: where the loader checks a
+    # value's type (a Time's zone ivar, a Range's endpoints), a hook result must send the
+    # load to the stdlib before any hook runs, not after (found by fuzz/: marshal_load ran
+    # twice).
+    it "calls each load hook once when a type check meets a hook's result" do
+      time = Marshal.dump(Time.at(0).utc).b
+      hooked = "U:\x1CRustyMarshalSpec::MDump[\x06i\x06".b
+      as_zone = time.sub(":\tzoneI\"\bUTC\x06:\x06EF".b, ":\tzone#{hooked}")
+      expect(as_zone).not_to eq(time)
+      as_range_end = "\x04\bo:\nRange\b:\texclF:\nbegini\x06:\bend#{hooked}".b
+      [as_zone, as_range_end].each do |bytes|
+        expect_same_hook_calls { |m| MarshalHelper.describe(m.load(bytes)) }
+        expect(native_load(bytes)).to equal(fallback)
+      end
     end
 
     it "raises what a hook raises, and MRI's errors for what a hook returns" do

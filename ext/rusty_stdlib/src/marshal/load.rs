@@ -80,6 +80,9 @@ struct Loader<'a> {
     scanned: bool,
     /// Whether Ruby code (a load hook) has run.
     committed: bool,
+    /// Regexps compiled with their warnings held back, in order: their source Strings
+    /// (kept) and options (see `compile_regexp`).
+    quiet_regexps: Vec<(VALUE, c_int)>,
     /// The exception to raise: one a hook raised.
     error: Option<Error>,
     /// Interned String keys of this load, by content.
@@ -197,6 +200,7 @@ fn run(
         scan,
         scanned: scan,
         committed: false,
+        quiet_regexps: Vec::new(),
         error: None,
         keys: KeyCache::new(),
         no_freeze_at: 0,
@@ -218,7 +222,13 @@ fn run(
         utf8: unsafe { rb_sys::rb_utf8_encindex() },
         usascii: unsafe { rb_sys::rb_usascii_encindex() },
     };
-    let result = loader.r_object();
+    let mut result = loader.r_object();
+    if result.is_ok() && !scan {
+        if let Err(e) = loader.replay_regexp_warnings() {
+            result = Err(Fallback);
+            loader.error = Some(e);
+        }
+    }
     // The tables must outlive every object they protect.
     std::hint::black_box((
         &table,
@@ -230,6 +240,19 @@ fn run(
     match result {
         Ok(v) => (Ok(v), loader.committed),
         Err(Fallback) => (Err(loader.error.take()), loader.committed),
+    }
+}
+
+/// Runs `f` with `$VERBOSE` nil, which silences every Ruby warning, then puts it back.
+/// `f` must not raise (run it under `protect`).
+fn with_warnings_off<T>(f: impl FnOnce() -> T) -> T {
+    unsafe {
+        let verbose = rb_sys::rb_ruby_verbose_ptr();
+        let saved = *verbose;
+        *verbose = rb_sys::Qnil as VALUE;
+        let result = f();
+        *verbose = saved;
+        result
     }
 }
 
@@ -333,6 +356,22 @@ fn core_comparison(beg: VALUE, end: VALUE) -> bool {
         (unsafe { rb_sys::rb_method_basic_definition_p(klass, cmp) } != 0).then_some(klass)
     };
     core(beg).is_some() && core(end).is_some()
+}
+
+/// What a scan has in place of a load hook's result, which it does not call: an object
+/// of no type the loader treats specially. A check that depends on a value's type (a
+/// Time's `zone` ivar must be a String, a Range endpoint's `<=>` the core one, ...) then
+/// fails in the scan, where the load can still go to the stdlib, and not only after a
+/// hook has run (nil stood in before, and passed checks the real result may not). Frozen
+/// and never given to Ruby code.
+fn hook_result_placeholder() -> VALUE {
+    static PLACEHOLDER: OnceLock<usize> = OnceLock::new();
+    *PLACEHOLDER.get_or_init(|| unsafe {
+        let obj = rb_sys::rb_obj_alloc(rb_sys::rb_cObject);
+        rb_sys::rb_obj_freeze(obj);
+        rb_sys::rb_gc_register_mark_object(obj);
+        obj as usize
+    }) as VALUE
 }
 
 fn range_initialize_id() -> rb_sys::ID {
@@ -748,8 +787,9 @@ impl<'a> Loader<'a> {
             self.r_string_ivars(data)?;
         }
         if self.scan {
-            self.entry(qnil());
-            return Ok(qnil());
+            let placeholder = hook_result_placeholder();
+            self.entry(placeholder);
+            return Ok(placeholder);
         }
         self.ensure_scanned()?;
         let v = self.call_hook(klass, ids().underscore_load, data)?;
@@ -775,10 +815,11 @@ impl<'a> Loader<'a> {
             return Err(Fallback);
         }
         if self.scan {
-            // Placeholder: nothing of a user class exists (or hashes) during a scan.
-            self.entry(qnil());
+            // Nothing of a user class exists (or hashes) during a scan.
+            let placeholder = hook_result_placeholder();
+            self.entry(placeholder);
             self.r_object()?;
-            return Ok(qnil());
+            return Ok(placeholder);
         }
         self.ensure_scanned()?;
         let v = magnus::rb_sys::protect(|| unsafe { rb_sys::rb_obj_alloc(klass) })
@@ -838,6 +879,13 @@ impl<'a> Loader<'a> {
     /// Calls a load hook with one argument; an exception it raises is re-raised once the
     /// load has unwound.
     fn call_hook(&mut self, recv: VALUE, mid: rb_sys::ID, arg: VALUE) -> Load<VALUE> {
+        if !self.committed {
+            if let Err(e) = self.replay_regexp_warnings() {
+                self.committed = true;
+                self.error = Some(e);
+                return Err(Fallback);
+            }
+        }
         self.committed = true;
         let args = [arg];
         match magnus::rb_sys::protect(|| unsafe {
@@ -1277,15 +1325,46 @@ impl<'a> Loader<'a> {
         if !has_encoding && has_backslash {
             return Err(Fallback);
         }
-        let re =
-            magnus::rb_sys::protect(|| unsafe { rb_sys::rb_reg_new_str(src, options as c_int) })
-                .map_err(|_| Fallback)?;
+        let re = self.compile_regexp(src, options as c_int)?;
         let links = unsafe { &mut *self.table.links.get() };
         links[slot] = re;
         if self.freezes_here() {
             unsafe { rb_sys::rb_obj_freeze(re) };
         }
         Ok(re)
+    }
+
+    /// `rb_reg_new_str(src, options)` (the source kept by the caller), or fall back when
+    /// it raises. Compiling may print warnings ("regular expression has ']' without
+    /// escape"). Until Ruby code has run, the load may still go to the stdlib, which
+    /// compiles the Regexp again and warns itself: so until then (and in a scan) ours
+    /// compiles with warnings off, and `replay_regexp_warnings` compiles those again
+    /// with warnings on once the load is sure to stay native (before the first hook, or
+    /// at its end), in MRI's order.
+    fn compile_regexp(&mut self, src: VALUE, options: c_int) -> Load<VALUE> {
+        let quiet = !self.committed;
+        let compile =
+            || magnus::rb_sys::protect(|| unsafe { rb_sys::rb_reg_new_str(src, options) });
+        let compiled = if quiet {
+            with_warnings_off(compile)
+        } else {
+            compile()
+        };
+        let re = compiled.map_err(|_| Fallback)?;
+        if quiet && !self.scan {
+            self.quiet_regexps.push((src, options));
+        }
+        Ok(re)
+    }
+
+    /// Prints the warnings of the Regexps compiled quietly so far, by compiling them
+    /// again (only the warnings are used); an exception a warning raises (`Warning.warn`
+    /// may) is returned.
+    fn replay_regexp_warnings(&mut self) -> Result<(), Error> {
+        for (src, options) in std::mem::take(&mut self.quiet_regexps) {
+            magnus::rb_sys::protect(|| unsafe { rb_sys::rb_reg_new_str(src, options) })?;
+        }
+        Ok(())
     }
 
     /// The class an `S` record names, if it is a loaded, named `Struct.new` class whose
@@ -1886,9 +1965,7 @@ impl Loader<'_> {
         let options = self.byte()?;
         let slot = unsafe { &*self.table.links.get() }.len();
         self.entry(qnil());
-        let re =
-            magnus::rb_sys::protect(|| unsafe { rb_sys::rb_reg_new_str(src, options as c_int) })
-                .map_err(|_| Fallback)?;
+        let re = self.compile_regexp(src, options as c_int)?;
         self.set_entry(slot, re);
         unsafe { rb_sys::rb_obj_reveal(re, klass) };
         if ivar {
