@@ -23,7 +23,11 @@ module Fuzz
               "o", "u", "U", "e", "I", "C", "S", "/", "f", "c", "m", "d", "E"].freeze
 
     def next_case
-      bytes = MarshalHelper::Stdlib.dump(MarshalHelper::GraphGenerator.new(@rng, 25).generate)
+      bytes = begin
+        MarshalHelper::Stdlib.dump(MarshalHelper::GraphGenerator.new(@rng, 25).generate)
+      rescue StandardError # a graph MRI refuses to dump ("can't dump recursive object"...)
+        retry
+      end
       [Mutation.mutate(bytes, @rng, TOKENS, max_edits: 3), @rng.rand(4).zero?]
     end
 
@@ -35,15 +39,6 @@ module Fuzz
       @alive = []
       GC.start
       super
-    end
-
-    # README (Marshal): a Regexp that does not compile is compiled again by the stdlib,
-    # so a warning from compiling it is printed twice.
-    def known_difference?(expected, actual)
-      stdlib, stdlib_hooks, stdlib_warnings = expected
-      ours, our_hooks, our_warnings = actual
-      stdlib.raised && stdlib.klass == "RegexpError" && ours == stdlib && our_hooks == stdlib_hooks &&
-        our_warnings.lines.uniq == stdlib_warnings.lines.uniq
     end
 
     def outcome(side, (bytes, freeze))

@@ -44,6 +44,44 @@ module Fuzz
     end
   end
 
+  # Request heads: Net::HTTP requests with random header names and values (CR/LF, odd
+  # encodings, Arrays, non-Strings), paths, versions and form data, executed into a
+  # BufferedIO: the bytes written, or the error.
+  class NetHttpRequest < Target
+    include NetHttpHelper
+
+    PIECES = ["a", "X-Name", "-", "", " ", "\r", "\n", "\r\n", "\t", ":", "\u00e9", "\xff", "\0", "v", "1"].freeze
+    KLASSES = [Net::HTTP::Get, Net::HTTP::Post, Net::HTTP::Head, Net::HTTP::Put, Net::HTTP::Delete].freeze
+
+    def next_case
+      headers = Array.new(@rng.rand(0..5)) { [text(4), [text(6), [text(3), text(3)], 1, nil].sample(random: @rng)] }
+      form = @rng.rand(3).zero? ? Array.new(@rng.rand(0..3)) { [text(3), text(3)] } : nil
+      [KLASSES.sample(random: @rng), "/#{text(5)}", headers, form, ["1.1", "1.0", "1.1\r"].sample(random: @rng)]
+    end
+
+    def outcome(side, kase)
+      return RustyStdlib::NetHttp.stdlib { outcome(:ours, kase) } if side == :stdlib
+
+      klass, path, headers, form, version = kase
+      Parity.with_warnings do
+        Parity.outcome do
+          request = klass.new(path, headers.to_h)
+          request.set_form_data(form) if form && request.request_body_permitted?
+          out = StringIO.new
+          request.exec(Net::BufferedIO.new(out), version, path)
+          deep(out.string)
+        end
+      end
+    end
+
+    private
+
+    def text(max)
+      s = Array.new(@rng.rand(0..max)) { PIECES.sample(random: @rng) }.join.b
+      @rng.rand(3).zero? ? s : s.force_encoding(Encoding::UTF_8)
+    end
+  end
+
   # URI's form codec on random strings in random encodings, with random separators.
   class UriForm < Target
     include NetHttpHelper
@@ -86,6 +124,7 @@ module Fuzz
     end
   end
 
+  TARGETS["net_http_request"] = NetHttpRequest
   TARGETS["net_http_response"] = NetHttpResponse
   TARGETS["uri_form"] = UriForm
 end

@@ -52,7 +52,8 @@ module Parity
     saved = $stderr
     $stderr = StringIO.new
     value = yield
-    [value, $stderr.string.gsub(/^.*?:\d+: warning: /, "warning: ")]
+    # Binary: a warning may quote invalid UTF-8 (a header value, say).
+    [value, $stderr.string.b.gsub(/^.*?:\d+: warning: /n, "warning: ")]
   ensure
     $stderr = saved
   end
