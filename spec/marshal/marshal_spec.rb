@@ -570,11 +570,12 @@ RSpec.describe "RustyStdlib::Marshal" do
       verbose = $VERBOSE
       $VERBOSE = nil
       warns = Regexp.new("a]")
+      warns_copy = warns.dup # Regexp#dup compiles again
       duplicated = Regexp.new("[aa]")
       $VERBOSE = true # both kinds of warning
       loads = [
         stdlib.dump([warns, 1]),
-        stdlib.dump([warns, RustyMarshalSpec::MDump.new([1]), warns.dup]),
+        stdlib.dump([warns, RustyMarshalSpec::MDump.new([1]), warns_copy]),
         stdlib.dump([RustyMarshalSpec::MDump.new([warns]), duplicated]),
         "\x04\b[\aI/\x0e[aa][b-a]\x00\x06:\x06EFi\x06".b, # does not compile
         "#{stdlib.dump([warns, 1]).byteslice(0..-2)}\xff".b, # broken after it
