@@ -27,7 +27,7 @@ use std::os::raw::{c_char, c_int, c_long};
 use std::sync::OnceLock;
 
 use magnus::rb_sys::{AsRawValue, FromRawValue};
-use magnus::{gc, typed_data::Obj, DataTypeFunctions, Error, Ruby, TypedData, Value};
+use magnus::{gc, typed_data::Obj, value::Lazy, DataTypeFunctions, Error, Ruby, TypedData, Value};
 use rb_sys::VALUE;
 use rusty_core::marshal::{self as core, Reader};
 
@@ -224,10 +224,7 @@ fn run(
     };
     let mut result = loader.r_object();
     if result.is_ok() && !scan {
-        if let Err(e) = loader.replay_regexp_warnings() {
-            result = Err(Fallback);
-            loader.error = Some(e);
-        }
+        result = loader.replay_regexp_warnings().and(result);
     }
     // The tables must outlive every object they protect.
     std::hint::black_box((
@@ -365,13 +362,14 @@ fn core_comparison(beg: VALUE, end: VALUE) -> bool {
 /// hook has run (nil stood in before, and passed checks the real result may not). Frozen
 /// and never given to Ruby code.
 fn hook_result_placeholder() -> VALUE {
-    static PLACEHOLDER: OnceLock<usize> = OnceLock::new();
-    *PLACEHOLDER.get_or_init(|| unsafe {
+    static PLACEHOLDER: Lazy<Value> = Lazy::new(|_ruby| unsafe {
         let obj = rb_sys::rb_obj_alloc(rb_sys::rb_cObject);
         rb_sys::rb_obj_freeze(obj);
-        rb_sys::rb_gc_register_mark_object(obj);
-        obj as usize
-    }) as VALUE
+        Value::from_raw(obj)
+    });
+    unsafe { Ruby::get_unchecked() }
+        .get_inner(&PLACEHOLDER)
+        .as_raw()
 }
 
 fn range_initialize_id() -> rb_sys::ID {
@@ -880,11 +878,7 @@ impl<'a> Loader<'a> {
     /// load has unwound.
     fn call_hook(&mut self, recv: VALUE, mid: rb_sys::ID, arg: VALUE) -> Load<VALUE> {
         if !self.committed {
-            if let Err(e) = self.replay_regexp_warnings() {
-                self.committed = true;
-                self.error = Some(e);
-                return Err(Fallback);
-            }
+            self.replay_regexp_warnings()?;
         }
         self.committed = true;
         let args = [arg];
@@ -1359,10 +1353,15 @@ impl<'a> Loader<'a> {
 
     /// Prints the warnings of the Regexps compiled quietly so far, by compiling them
     /// again (only the warnings are used); an exception a warning raises (`Warning.warn`
-    /// may) is returned.
-    fn replay_regexp_warnings(&mut self) -> Result<(), Error> {
+    /// may) is the load's error.
+    fn replay_regexp_warnings(&mut self) -> Load<()> {
         for (src, options) in std::mem::take(&mut self.quiet_regexps) {
-            magnus::rb_sys::protect(|| unsafe { rb_sys::rb_reg_new_str(src, options) })?;
+            if let Err(e) =
+                magnus::rb_sys::protect(|| unsafe { rb_sys::rb_reg_new_str(src, options) })
+            {
+                self.error = Some(e);
+                return Err(Fallback);
+            }
         }
         Ok(())
     }
