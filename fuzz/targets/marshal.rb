@@ -11,7 +11,7 @@ module Fuzz
     end
 
     def outcome(side, (graph, limit))
-      marshal = side == :stdlib ? MarshalHelper::Stdlib : RustyStdlib::Marshal
+      marshal = Fuzz.marshal(side)
       Fuzz.with_hook_log { Parity.outcome { marshal.dump(graph, limit) } }
     end
   end
@@ -42,7 +42,7 @@ module Fuzz
     end
 
     def outcome(side, (bytes, freeze))
-      marshal = side == :stdlib ? MarshalHelper::Stdlib : RustyStdlib::Marshal
+      marshal = Fuzz.marshal(side)
       Fuzz.with_hook_log do
         Parity.outcome do
           loaded = marshal.load(bytes, freeze: freeze)
@@ -51,6 +51,11 @@ module Fuzz
         end
       end
     end
+  end
+
+  # The Marshal a side runs: the stdlib's, or ours.
+  def self.marshal(side)
+    side == :stdlib ? MarshalHelper::Stdlib : RustyStdlib::Marshal
   end
 
   # The block's value, the dump hooks it ran (RustyMarshalSpec::HOOK_LOG, addresses
