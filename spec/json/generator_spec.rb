@@ -84,6 +84,24 @@ module GenSpecTypes
     end
   end
 
+  # Runs whole generations of its own from inside the outer one's walk (other layouts,
+  # enough keys to use the key table, a thread switch first): the output buffer and key
+  # table of the outer generation must not be shared with them.
+  class NestedGenerate
+    # More keys than a generation writes before it makes its key table.
+    KEYS = (1..33).to_h { |i| ["k#{i}", i] }.freeze
+
+    def initialize(depth)
+      @depth = depth
+    end
+
+    def to_json(*)
+      Thread.pass
+      inner = { "n" => @depth.zero? ? "leaf" : NestedGenerate.new(@depth - 1), "keys" => KEYS, "again" => KEYS }
+      [JSON.generate(inner), JSON.pretty_generate(inner)].to_json
+    end
+  end
+
   # Frees the keys of one Hash and gives another Hash new keys (which may take the freed
   # objects' places) between the two Hashes' walks.
   class KeyRecycler
@@ -147,7 +165,8 @@ RSpec.describe "RustyStdlib::JSON::Generator" do
     T::SubHash[{ "a" => 1, "b" => [2] }], T::SubArray[1, [2, T::SubArray[3]]], T::SubString.new("sub\n"),
     T::ToJsonString.new("x"), T::ToSString.new("y"), [T::SubHash[{ "in" => T::SubArray[{ "deep" => 1 }] }]],
     1..3, Rational(1, 3), Complex(1, 2), Struct.new(:a).new(1), Time.at(0).utc, Object, Comparable,
-    [T::BadToJson.new], [T::BadToS.new], { T::BadToS.new => 1 }, [T::NoToJson.new]
+    [T::BadToJson.new], [T::BadToS.new], { T::BadToS.new => 1 }, [T::NoToJson.new],
+    { "a" => T::NestedGenerate.new(1), "b" => T::NestedGenerate::KEYS }
   ].freeze
 
   describe "values and options" do
