@@ -140,6 +140,58 @@ module RustyMarshalSpec
     def _dump(_) = :not_a_string
   end
 
+  # Hooks that keep a continuation of themselves (`callcc`), to be called after the
+  # dump or load has ended: MRI's "Marshal.dump reentered at marshal_dump".
+  class ReenterMarshalDump
+    attr_reader :cc
+
+    def marshal_dump
+      callcc { |c| @cc = c }
+      1
+    end
+  end
+
+  class ReenterUnderscoreDump
+    attr_reader :cc
+
+    def _dump(_limit)
+      callcc { |c| @cc = c }
+      "d"
+    end
+  end
+
+  class ReenterLoad
+    class << self
+      attr_accessor :cc
+    end
+
+    def marshal_dump = 1
+
+    def marshal_load(_data)
+      callcc { |c| ReenterLoad.cc = c }
+    end
+  end
+
+  # A load port whose first `getbyte`/`read` keeps a continuation of itself.
+  class ReenterPort
+    attr_reader :cc
+
+    def initialize(bytes, method)
+      @io = StringIO.new(bytes)
+      @method = method
+    end
+
+    def getbyte
+      callcc { |c| @cc ||= c } if @method == :getbyte
+      @io.getbyte
+    end
+
+    def read(n)
+      callcc { |c| @cc ||= c } if @method == :read
+      @io.read(n)
+    end
+  end
+
   class NoMarshalLoad
     def marshal_dump = 1
   end

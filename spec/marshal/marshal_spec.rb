@@ -480,6 +480,49 @@ RSpec.describe "RustyStdlib::Marshal" do
       end
     end
 
+    it "loads raised exceptions and Encodings through MRI's compat loaders" do
+      raised = begin
+        raise RustyMarshalSpec::SpecError, "boom"
+      rescue RustyMarshalSpec::SpecError => e
+        e
+      end
+      [raised, [raised, raised.backtrace], [Encoding::EUC_JP, "r2", "r2"], Encoding::UTF_8].each do |v|
+        bytes = stdlib.dump(v)
+        expect_parity(stdlib, ours) do |m|
+          Array(m.load(bytes)).map do |x|
+            # backtrace_locations read a loaded `bt_locations` as Locations (a crash
+            # before MRI's compat loader dropped it).
+            x.is_a?(Exception) ? [x.class, x.message, x.backtrace, x.backtrace_locations] : x
+          end
+        end
+      end
+    end
+
+    it "raises MRI's RuntimeError when a continuation returns into a finished dump or load" do
+      verbose, $VERBOSE = $VERBOSE, nil
+      require "continuation"
+      $VERBOSE = verbose
+      [RustyMarshalSpec::ReenterMarshalDump, RustyMarshalSpec::ReenterUnderscoreDump].each do |klass|
+        expect_parity(stdlib, ours) do |m|
+          obj = klass.new
+          m.dump([obj, "after"])
+          obj.cc.call
+        end
+      end
+      bytes = stdlib.dump([RustyMarshalSpec::ReenterLoad.new, "after"])
+      expect_parity(stdlib, ours) do |m|
+        m.load(bytes)
+        RustyMarshalSpec::ReenterLoad.cc.call
+      end
+      %i[getbyte read].each do |method|
+        expect_parity(stdlib, ours) do |m|
+          port = RustyMarshalSpec::ReenterPort.new(stdlib.dump(["a", :b, 1]), method)
+          m.load(port)
+          port.cc.call
+        end
+      end
+    end
+
     it "gives Hashes the interned String keys the stdlib gives them (and links the originals)" do
       h = { "k" => 1, "k".b => 2, "k".encode("US-ASCII") => 3, "caf\u00e9" => 4, ("x" * 70) => 5 }
       k = h.keys.first

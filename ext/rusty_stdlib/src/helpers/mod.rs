@@ -3,4 +3,5 @@
 pub mod hash;
 pub mod nogvl;
 pub mod raw;
+pub mod reentry;
 pub mod tmplock;

@@ -34,6 +34,7 @@ use super::extended::{self, data_ids};
 use super::hooks::{self, DumpHook};
 use super::ids::{self, ids};
 use crate::helpers::raw::{class_of, flags, str_bytes};
+use crate::helpers::reentry::{raise_second_return, HookCall};
 
 /// Recursion deeper than this goes to the stdlib (which matches MRI by definition,
 /// including its SystemStackError on absurd depths).
@@ -1136,22 +1137,30 @@ impl Dumper<'_> {
             return Err(Fallback);
         }
         self.committed = true;
+        let call = HookCall::start();
         let result = magnus::rb_sys::protect(|| unsafe {
             rb_sys::rb_funcallv(obj, mid, args.len() as c_int, args.as_ptr())
         });
+        if !call.first_return() {
+            // A continuation came back into a dump that has ended (see helpers::reentry).
+            let message = match result {
+                Ok(v) if !rb_sys::SPECIAL_CONST_P(v) && class_of(v) == class_of(obj) => {
+                    same_class_message(class_of(obj), name)
+                }
+                _ => format!("Marshal.dump reentered at {name}"),
+            };
+            unsafe { raise_second_return(result, message) }
+        }
         match result {
             Ok(v) => {
                 self.tables.pin(v);
                 // MRI compares CLASS_OF (singletons included); `obj` is a heap object.
                 let klass = class_of(obj);
                 if !rb_sys::SPECIAL_CONST_P(v) && class_of(v) == klass {
-                    let path = unsafe { rb_sys::rb_class_path(klass) };
-                    self.tables.pin(path);
-                    let class_name = String::from_utf8_lossy(str_bytes(path)).into_owned();
                     let ruby = unsafe { Ruby::get_unchecked() };
                     self.error = Some(Error::new(
                         ruby.exception_runtime_error(),
-                        format!("{class_name}#{name} returned same class instance"),
+                        same_class_message(klass, name),
                     ));
                     return Err(Fallback);
                 }
@@ -1614,4 +1623,14 @@ impl Dumper<'_> {
         self.depth -= 1;
         Ok(())
     }
+}
+
+/// MRI's RuntimeError text for a dump hook that returned an instance of the object's own
+/// class (`CLASS_OF`, singletons included).
+fn same_class_message(klass: VALUE, name: &str) -> String {
+    let path = unsafe { rb_sys::rb_class_path(klass) };
+    let class_name = String::from_utf8_lossy(str_bytes(path)).into_owned();
+    // `path` is read above; on the stack until here, where the GC sees it.
+    std::hint::black_box(path);
+    format!("{class_name}#{name} returned same class instance")
 }

@@ -47,15 +47,38 @@ pub fn dump_hook(obj: VALUE, klass: VALUE) -> Option<DumpHook> {
 }
 
 /// Whether `klass` allocates through one of the core allocators MRI registers with
-/// `rb_marshal_define_compat` (Range, Rational, Complex): loading those goes through a
-/// stand-in object, which is the stdlib's business.
+/// `rb_marshal_define_compat` (Range, Rational, Complex, Exception, Encoding,
+/// Process::Status, Thread::Backtrace): MRI then loads a `U`/`u` record through a
+/// stand-in object or converts `_load`'s result (Encoding: `_load` returns the name,
+/// the compat loader finds the Encoding), which is the stdlib's business.
 pub fn has_compat_allocator(klass: VALUE) -> bool {
     let ours = unsafe { rb_sys::rb_get_alloc_func(klass) }.map(|f| f as usize);
     let Some(ours) = ours else { return false };
-    let compat = unsafe { [rb_sys::rb_cRange, rb_sys::rb_cRational, rb_sys::rb_cComplex] };
-    compat
-        .into_iter()
-        .any(|c| unsafe { rb_sys::rb_get_alloc_func(c) }.map(|f| f as usize) == Some(ours))
+    compat_allocators().contains(&ours)
+}
+
+/// The allocators of the classes MRI (3.1 and 3.3) registers compat loaders for.
+fn compat_allocators() -> &'static [usize] {
+    static ALLOCATORS: std::sync::OnceLock<Vec<usize>> = std::sync::OnceLock::new();
+    ALLOCATORS.get_or_init(|| unsafe {
+        let mut classes = vec![
+            rb_sys::rb_cRange,
+            rb_sys::rb_cRational,
+            rb_sys::rb_cComplex,
+            rb_sys::rb_eException,
+            rb_sys::rb_cEncoding,
+        ];
+        // Not exported by libruby: found by name (core classes, never removed).
+        for path in [c"Process::Status", c"Thread::Backtrace"] {
+            if let Ok(klass) = magnus::rb_sys::protect(|| rb_sys::rb_path2class(path.as_ptr())) {
+                classes.push(klass);
+            }
+        }
+        classes
+            .into_iter()
+            .filter_map(|c| rb_sys::rb_get_alloc_func(c).map(|f| f as usize))
+            .collect()
+    })
 }
 
 /// Whether a `U` record of `klass` can be loaded natively: a class with its own (non

@@ -27,6 +27,9 @@ pub struct Ids {
     pub id_e: ID,
     pub id_k: ID,
     pub id_encoding: ID,
+    /// An exception's internal ivars `bt` and `bt_locations`.
+    pub id_bt: ID,
+    pub id_bt_locations: ID,
     /// `:E` and `:encoding`, the ivar names that carry a String's encoding.
     pub sym_e: VALUE,
     pub sym_encoding: VALUE,
@@ -72,6 +75,8 @@ pub fn init(_ruby: &Ruby) {
         id_e: intern(c"E"),
         id_k: intern(c"K"),
         id_encoding: intern(c"encoding"),
+        id_bt: intern(c"bt"),
+        id_bt_locations: intern(c"bt_locations"),
         // Static symbols of interned IDs: immediates that never move or die.
         sym_e: rb_sys::ID2SYM(intern(c"E")),
         sym_encoding: rb_sys::ID2SYM(intern(c"encoding")),

@@ -38,6 +38,7 @@ use super::ids::{self, ids};
 use super::key_cache::KeyCache;
 use super::proc_load;
 use crate::helpers::raw::{class_of, set_encoding_index};
+use crate::helpers::reentry::{raise_second_return, HookCall};
 
 const MAX_DEPTH: u32 = 1000;
 
@@ -882,9 +883,14 @@ impl<'a> Loader<'a> {
         }
         self.committed = true;
         let args = [arg];
-        match magnus::rb_sys::protect(|| unsafe {
-            rb_sys::rb_funcallv(recv, mid, 1, args.as_ptr())
-        }) {
+        let call = HookCall::start();
+        let result =
+            magnus::rb_sys::protect(|| unsafe { rb_sys::rb_funcallv(recv, mid, 1, args.as_ptr()) });
+        if !call.first_return() {
+            // A continuation came back into a load that has ended (see helpers::reentry).
+            unsafe { raise_second_return(result, reentered_message(mid)) }
+        }
+        match result {
             Ok(v) => Ok(v),
             Err(e) => {
                 self.error = Some(e);
@@ -1049,6 +1055,17 @@ impl<'a> Loader<'a> {
             }
             let value = self.r_object()?;
             self.guarded(|| unsafe { rb_sys::rb_ivar_set(obj, id, value) })?;
+        }
+        if exception {
+            // Exception's compat loader (error.c `exception_loader`): a dump gives
+            // `bt_locations` the very Array `bt` has (Strings, not Locations), and MRI
+            // drops it, or `backtrace_locations` would read Strings as Locations.
+            let (bt, bt_locations) = (ids().id_bt, ids().id_bt_locations);
+            unsafe {
+                if rb_sys::rb_attr_get(obj, bt) == rb_sys::rb_attr_get(obj, bt_locations) {
+                    self.guarded(|| rb_sys::rb_ivar_set(obj, bt_locations, qnil()))?;
+                }
+            }
         }
         if self.freezes_here() {
             unsafe { rb_sys::rb_obj_freeze(obj) };
@@ -1982,4 +1999,11 @@ impl Loader<'_> {
         }
         Ok(re)
     }
+}
+
+/// MRI's "Marshal.load reentered at <method>" (`check_load_arg`), for a call into Ruby
+/// code that a continuation returned into after the load ended.
+pub(super) fn reentered_message(mid: rb_sys::ID) -> String {
+    let name = unsafe { std::ffi::CStr::from_ptr(rb_sys::rb_id2name(mid)) };
+    format!("Marshal.load reentered at {}", name.to_string_lossy())
 }

@@ -26,6 +26,8 @@ use rb_sys::{ID, VALUE};
 use rusty_core::marshal as core;
 
 use super::dump;
+use super::load::reentered_message;
+use crate::helpers::reentry::{raise_second_return, HookCall};
 
 /// MRI's buffer size on this platform (`BUFSIZ` from stdio.h, which marshal.c uses).
 const BUFSIZ: usize = libc::BUFSIZ as usize;
@@ -224,9 +226,10 @@ impl core::port_reader::Port for RubyPort<'_> {
         let (port, ids) = (self.port, load_ids());
         // The call and MRI's NUM2CHR of its result (a String's first byte, or the low
         // byte of NUM2INT; nil at the end) in one protect.
+        let call = HookCall::start();
         let byte = protect(|| unsafe {
             let v = rb_sys::rb_funcallv(port, ids.getbyte, 0, std::ptr::null());
-            if rb_sys::NIL_P(v) {
+            if !call.first_return() || rb_sys::NIL_P(v) {
                 return v;
             }
             let b = if rb_sys::RB_TYPE_P(v, rb_sys::ruby_value_type::RUBY_T_STRING)
@@ -237,7 +240,12 @@ impl core::port_reader::Port for RubyPort<'_> {
                 rb_sys::rb_num2int(v) & 0xff
             };
             rb_sys::LONG2FIX(b)
-        })?;
+        });
+        if !call.first_return() {
+            // A continuation came back into a load that has ended (see helpers::reentry).
+            unsafe { raise_second_return(byte, reentered_message(ids.getbyte)) }
+        }
+        let byte = byte?;
         let byte = (!rb_sys::NIL_P(byte)).then(|| unsafe { rb_sys::FIX2LONG(byte) } as u8);
         self.calls.calls.push(PortCall::Getbyte(byte));
         Ok(byte)
@@ -247,16 +255,21 @@ impl core::port_reader::Port for RubyPort<'_> {
         let (port, ids, strings) = (self.port, load_ids(), self.calls.strings);
         // The call, MRI's StringValue of its result (to_str for a non-String) and
         // holding the String, in one protect.
+        let call = HookCall::start();
         let s = protect(|| unsafe {
             let arg = rb_sys::rb_int2inum(n as isize);
             let mut s = rb_sys::rb_funcallv(port, ids.read, 1, &arg);
-            if rb_sys::NIL_P(s) {
+            if !call.first_return() || rb_sys::NIL_P(s) {
                 return s;
             }
             let s = rb_sys::rb_string_value(&mut s);
             rb_sys::rb_ary_push(strings, s);
             s
-        })?;
+        });
+        if !call.first_return() {
+            unsafe { raise_second_return(s, reentered_message(ids.read)) }
+        }
+        let s = s?;
         if rb_sys::NIL_P(s) {
             self.calls.calls.push(PortCall::Read { n, result: None });
             return Ok(None);
