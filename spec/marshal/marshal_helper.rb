@@ -192,6 +192,30 @@ module RustyMarshalSpec
     end
   end
 
+  # A dump hook that changes the object whose ivars are being written when it is
+  # reached (MRI 3.1's countdown, 3.3's shape check: "instance variable added to ...").
+  class IvarChanger
+    def initialize(owner, change)
+      @owner = owner
+      @change = change
+    end
+
+    def marshal_dump
+      case @change
+      when :add then @owner.instance_variable_set(:@added, 1)
+      when :remove_later then @owner.remove_instance_variable(:@z)
+      when :remove_earlier then @owner.remove_instance_variable(:@a)
+      when :set_later then @owner.instance_variable_set(:@z, "changed")
+      when :freeze then @owner.freeze
+      end
+      [@change]
+    end
+
+    def marshal_load(data)
+      @change = data.first
+    end
+  end
+
   class NoMarshalLoad
     def marshal_dump = 1
   end

@@ -448,6 +448,20 @@ RSpec.describe "RustyStdlib::Marshal" do
       expect(Marshal.load(out)).to eq([[true, true, true], [true, true, true], [], [Array, Time, Class], %i[array module]])
     end
 
+    it "raises MRI's RuntimeError when a hook adds or removes ivars of the object being written" do
+      %i[add remove_later remove_earlier set_later freeze].each do |change|
+        [RustyMarshalSpec::Point, Array, String].each do |klass|
+          expect_parity(stdlib, ours) do |m|
+            owner = klass.new
+            owner.instance_variable_set(:@a, 1)
+            owner.instance_variable_set(:@hook, RustyMarshalSpec::IvarChanger.new(owner, change))
+            owner.instance_variable_set(:@z, 2)
+            m.dump([owner, owner])
+          end
+        end
+      end
+    end
+
     it "respects dump hooks defined on core classes" do
       String.class_eval do
         def _dump(_level) = "custom"

@@ -4,4 +4,5 @@ pub mod hash;
 pub mod nogvl;
 pub mod raw;
 pub mod reentry;
+pub mod shape;
 pub mod tmplock;

@@ -35,6 +35,7 @@ use super::hooks::{self, DumpHook};
 use super::ids::{self, ids};
 use crate::helpers::raw::{class_of, flags, str_bytes};
 use crate::helpers::reentry::{raise_second_return, HookCall};
+use crate::helpers::shape::Shape;
 
 /// Recursion deeper than this goes to the stdlib (which matches MRI by definition,
 /// including its SystemStackError on absurd depths).
@@ -368,6 +369,9 @@ unsafe extern "C" fn count_ivar(id: rb_sys::ID, _value: VALUE, arg: rb_sys::st_d
     rb_sys::st_retval::ST_CONTINUE as c_int
 }
 
+/// Whether this build is for Ruby 3.1 (3.3 checks written ivars by shape).
+const RUBY_3_1: bool = rb_sys::RUBY_API_VERSION_CODE < 30300;
+
 /// How many of `obj`'s ivars MRI writes, or `Fallback` for names MRI skips with a
 /// warning (`E`, `K`).
 fn written_ivar_count(obj: VALUE) -> Result<usize, Fallback> {
@@ -401,12 +405,25 @@ struct IvarWalk<'a, 't> {
     dumper: &'a mut Dumper<'t>,
     limit: i32,
     failed: bool,
+    /// Ruby 3.1: how many more ivars the record's count announced (MRI counts down and
+    /// raises at one more; see `Dumper::w_ivars`).
+    remaining: usize,
+    /// Ruby 3.1: the walk met an ivar beyond the count (one a hook added).
+    added: bool,
 }
 
 unsafe extern "C" fn write_ivar(id: rb_sys::ID, value: VALUE, arg: rb_sys::st_data_t) -> c_int {
     let walk = &mut *(arg as *mut IvarWalk);
     if skipped_silently(id) {
         return rb_sys::st_retval::ST_CONTINUE as c_int;
+    }
+    if RUBY_3_1 {
+        if walk.remaining == 0 {
+            walk.added = true;
+            walk.failed = true;
+            return rb_sys::st_retval::ST_STOP as c_int;
+        }
+        walk.remaining -= 1;
     }
     let step = catch_unwind(AssertUnwindSafe(|| {
         walk.dumper.w_symbol(rb_sys::ID2SYM(id))?;
@@ -667,7 +684,7 @@ impl Dumper<'_> {
         core::write_bytes(&mut self.out, bytes);
         if count > 0 {
             self.w_long(count as i64);
-            self.w_userdef_ivars(obj, data, limit)?;
+            self.w_userdef_ivars(obj, data, count, limit)?;
         }
         self.remember(obj);
         self.depth -= 1;
@@ -874,33 +891,53 @@ impl Dumper<'_> {
             return Ok(());
         }
         self.enter()?;
-        self.w_ivars(obj, limit)?;
+        self.w_ivars(obj, obj, count, limit)?;
         self.depth -= 1;
         Ok(())
     }
 
-    /// `obj`'s ivars as MRI's `w_ivar_each` writes them (names MRI skips silently left
-    /// out), each value at `limit`.
-    fn w_ivars(&mut self, obj: VALUE, limit: i32) -> Step {
+    /// `obj`'s `count` ivars as MRI's `w_ivar_each` writes them (names MRI skips
+    /// silently left out), each value at `limit`, for the record of `owner` (`obj`
+    /// itself, or the object whose `_dump` returned `obj`). A hook run from the walk may
+    /// add or remove ivars: Ruby 3.1 counts the ivars down and raises at one more than
+    /// `count` or when some are left over; Ruby 3.3 raises when `owner`'s shape changed.
+    /// Both name `owner`'s class.
+    fn w_ivars(&mut self, obj: VALUE, owner: VALUE, count: usize, limit: i32) -> Step {
+        let shape = if RUBY_3_1 { None } else { Shape::of(owner) };
         let mut walk = IvarWalk {
             dumper: self,
             limit,
             failed: false,
+            remaining: count,
+            added: false,
         };
         unsafe {
             rb_sys::rb_ivar_foreach(obj, Some(write_ivar), &mut walk as *mut IvarWalk as _);
         }
-        if walk.failed {
+        let (failed, added, remaining) = (walk.failed, walk.added, walk.remaining);
+        if added {
+            return Err(self.raise_ivars_changed(owner, true));
+        }
+        if failed {
             return Err(Fallback);
+        }
+        if RUBY_3_1 && remaining > 0 {
+            return Err(self.raise_ivars_changed(owner, false));
+        }
+        if let (Some(before), Some(now)) = (shape, Shape::of(owner)) {
+            if before != now {
+                let removed = before.ivar_count() > now.ivar_count();
+                return Err(self.raise_ivars_changed(owner, !removed));
+            }
         }
         Ok(())
     }
 
     /// The ivars of the String `data` that `obj`'s `_dump` returned, written while `obj`
     /// counts as a `_dump` in progress (Ruby 3.3's recursion check, see `w_hooked`).
-    fn w_userdef_ivars(&mut self, obj: VALUE, data: VALUE, limit: i32) -> Step {
+    fn w_userdef_ivars(&mut self, obj: VALUE, data: VALUE, count: usize, limit: i32) -> Step {
         self.tables.push_userdef(obj);
-        let written = self.w_ivars(data, limit);
+        let written = self.w_ivars(data, obj, count, limit);
         self.tables.pop_userdef();
         written
     }
@@ -919,7 +956,7 @@ impl Dumper<'_> {
         self.out.push(core::TYPE_OBJECT);
         self.w_symbol(path_sym)?;
         self.w_long(count as i64);
-        self.w_ivars(obj, limit)?;
+        self.w_ivars(obj, obj, count, limit)?;
         self.depth -= 1;
         Ok(())
     }
@@ -1098,7 +1135,7 @@ impl Dumper<'_> {
             self.w_long(num as i64);
             self.w_encoding(enc)?;
             if count > 0 {
-                self.w_userdef_ivars(obj, data, limit)?;
+                self.w_userdef_ivars(obj, data, count, limit)?;
             }
         }
         self.remember(obj);
