@@ -100,3 +100,22 @@ pub unsafe fn raise_second_return(result: Result<VALUE, Error>, message: String)
     };
     rb_sys::rb_exc_raise(exception)
 }
+
+/// Runs `call`, a call into Ruby code protected the way magnus's `funcall` protects it,
+/// and raises on its second return (see [`raise_second_return`]) with "`what` reentered
+/// at `name`", MRI's wording for Marshal. For walks whose stdlib has no such check (the
+/// json gem's C code reads its freed buffer there): ours stops instead.
+#[inline]
+pub fn once<T>(
+    what: &str,
+    name: &str,
+    call: impl FnOnce() -> Result<T, Error>,
+) -> Result<T, Error> {
+    let ticket = HookCall::start();
+    let result = call();
+    if !ticket.first_return() {
+        let raw = result.map(|_| rb_sys::Qnil as VALUE);
+        unsafe { raise_second_return(raw, format!("{what} reentered at {name}")) }
+    }
+    result
+}

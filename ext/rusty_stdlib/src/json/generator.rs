@@ -14,6 +14,7 @@
 //! the closing indentation (the gem keeps a non-NULL empty string), those given to the
 //! writers do not.
 
+use crate::helpers::reentry::once;
 use std::borrow::Cow;
 use std::cell::{Cell, RefCell};
 
@@ -497,6 +498,9 @@ impl State {
     }
 }
 
+/// What a continuation returning into a finished generation is told (see `helpers::reentry`).
+const GENERATE: &str = "JSON.generate";
+
 /// One generation: the state's layout, copied once, and the output buffer.
 struct Gen<'s> {
     state_value: Value,
@@ -756,7 +760,7 @@ impl Gen<'_> {
             self.float(ruby, obj)
         } else if unsafe { rb_sys::RB_TYPE_P(obj.as_raw(), ruby_value_type::RUBY_T_BIGNUM) } {
             self.ruby_needed(ruby)?;
-            let s: RString = obj.funcall("to_s", ())?;
+            let s: RString = once(GENERATE, "to_s", || obj.funcall("to_s", ()))?;
             self.out.extend_from_slice(unsafe { s.as_slice() });
             Ok(())
         } else {
@@ -764,17 +768,18 @@ impl Gen<'_> {
             if self.cfg.strict {
                 return Err(self.not_allowed(ruby, obj));
             }
-            if obj.respond_to("to_json", false)? {
+            if once(GENERATE, "respond_to?", || obj.respond_to("to_json", false))? {
                 if self.spill_pending {
                     self.spill(ruby);
                 }
-                let s: Value = obj.funcall("to_json", (self.state_value,))?;
+                let state = self.state_value;
+                let s: Value = once(GENERATE, "to_json", || obj.funcall("to_json", (state,)))?;
                 check_type(s, ruby_value_type::RUBY_T_STRING)?;
                 let s = RString::from_value(s).expect("checked");
                 self.out.extend_from_slice(unsafe { s.as_slice() });
                 Ok(())
             } else {
-                let s: Value = obj.funcall("to_s", ())?;
+                let s: Value = once(GENERATE, "to_s", || obj.funcall("to_s", ()))?;
                 check_type(s, ruby_value_type::RUBY_T_STRING)?;
                 self.string(ruby, RString::from_value(s).expect("checked"))
             }
@@ -811,7 +816,9 @@ impl Gen<'_> {
             class_of(raw)
         };
         let class = unsafe { Value::from_raw(class) };
-        match class.funcall::<_, _, RString>("to_s", ()) {
+        match once(GENERATE, "to_s", || {
+            class.funcall::<_, _, RString>("to_s", ())
+        }) {
             Ok(name) => generator_error(
                 ruby,
                 self.dialect,
@@ -850,7 +857,9 @@ impl Gen<'_> {
         }
         let encoding: RClass = ruby.class_object().const_get("Encoding")?;
         let utf8: Value = encoding.const_get("UTF_8")?;
-        match s.funcall::<_, _, RString>("encode", (utf8,)) {
+        match once(GENERATE, "encode", || {
+            s.funcall::<_, _, RString>("encode", (utf8,))
+        }) {
             Ok(converted) => Ok(converted),
             Err(e) if e.is_kind_of(ruby.exception_standard_error()) => {
                 let message: RString = match e.value() {
@@ -877,7 +886,7 @@ impl Gen<'_> {
             self.ruby_needed(ruby)?;
         }
         let redefined: Option<RString> = if to_s_redefined {
-            Some(obj.funcall("to_s", ())?)
+            Some(once(GENERATE, "to_s", || obj.funcall("to_s", ()))?)
         } else {
             None
         };
@@ -1105,7 +1114,7 @@ impl Gen<'_> {
             self.converted_key_v2_9(ruby, key)?;
         } else {
             self.ruby_needed(ruby)?;
-            let s: Value = key.funcall("to_s", ())?;
+            let s: Value = once(GENERATE, "to_s", || key.funcall("to_s", ()))?;
             check_type(s, ruby_value_type::RUBY_T_STRING)?;
             self.value(ruby, s)?;
         }
@@ -1126,15 +1135,17 @@ impl Gen<'_> {
     fn converted_key_v2_9(&mut self, ruby: &Ruby, key: Value) -> Result<(), Error> {
         let raw = key.as_raw();
         let s = if unsafe { rb_sys::RB_TYPE_P(raw, ruby_value_type::RUBY_T_STRING) } {
-            key.funcall("to_s", ())?
+            once(GENERATE, "to_s", || key.funcall("to_s", ()))?
         } else {
-            let converted = protect(|| unsafe {
-                rb_sys::rb_convert_type(
-                    raw,
-                    ruby_value_type::RUBY_T_STRING as i32,
-                    c"String".as_ptr(),
-                    c"to_s".as_ptr(),
-                )
+            let converted = once(GENERATE, "to_s", || {
+                protect(|| unsafe {
+                    rb_sys::rb_convert_type(
+                        raw,
+                        ruby_value_type::RUBY_T_STRING as i32,
+                        c"String".as_ptr(),
+                        c"to_s".as_ptr(),
+                    )
+                })
             })?;
             unsafe { Value::from_raw(converted) }
         };

@@ -6,6 +6,7 @@
 //! object per parse. Arrays and hashes are then made in one call from the top of the
 //! stack. The same object marks the process-wide [`KeyCache`] of object keys.
 
+use crate::helpers::reentry::once;
 use std::cell::UnsafeCell;
 
 use magnus::{gc::Marker, rb_sys::FromRawValue, DataTypeFunctions, Error, Ruby, TypedData, Value};
@@ -295,21 +296,27 @@ impl RubySink {
         };
         self.guard_source();
         self.push(hash);
-        let result = magnus::rb_sys::protect(|| unsafe {
-            let klassname = rb_sys::rb_hash_aref(hash, create_id);
-            if klassname == rb_sys::Qnil as VALUE {
-                return hash;
-            }
-            let id = |name: &str| rb_sys::rb_intern2(name.as_ptr() as *const _, name.len() as _);
-            let klass = rb_sys::rb_funcall(json, id("deep_const_get"), 1, klassname);
-            let creatable = rb_sys::rb_funcall(klass, id("json_creatable?"), 0);
-            if creatable == rb_sys::Qnil as VALUE || creatable == rb_sys::Qfalse as VALUE {
-                return hash;
-            }
-            rb_sys::rb_funcall(klass, id("json_create"), 1, hash)
+        let result = once("JSON.parse", "json_create", || {
+            magnus::rb_sys::protect(|| unsafe { Self::json_create(hash, create_id, json) })
         });
         unsafe { (*self.values()).pop() };
         result
+    }
+
+    /// `create_addition`'s calls into Ruby: `JSON.deep_const_get`, `json_creatable?`
+    /// and `json_create`.
+    unsafe fn json_create(hash: VALUE, create_id: VALUE, json: VALUE) -> VALUE {
+        let klassname = rb_sys::rb_hash_aref(hash, create_id);
+        if klassname == rb_sys::Qnil as VALUE {
+            return hash;
+        }
+        let id = |name: &str| rb_sys::rb_intern2(name.as_ptr() as *const _, name.len() as _);
+        let klass = rb_sys::rb_funcall(json, id("deep_const_get"), 1, klassname);
+        let creatable = rb_sys::rb_funcall(klass, id("json_creatable?"), 0);
+        if creatable == rb_sys::Qnil as VALUE || creatable == rb_sys::Qfalse as VALUE {
+            return hash;
+        }
+        rb_sys::rb_funcall(klass, id("json_create"), 1, hash)
     }
 
     #[inline(always)]
