@@ -1178,22 +1178,24 @@ impl Dumper<'_> {
         let result = magnus::rb_sys::protect(|| unsafe {
             rb_sys::rb_funcallv(obj, mid, args.len() as c_int, args.as_ptr())
         });
+        // MRI compares CLASS_OF (singletons included); `obj` is a heap object. It checks
+        // this before a second return (`check_userdump_arg`), so both ways use it.
+        let klass = class_of(obj);
+        let same_class =
+            matches!(result, Ok(v) if !rb_sys::SPECIAL_CONST_P(v) && class_of(v) == klass);
         if !call.first_return() {
             // A continuation came back into a dump that has ended (see helpers::reentry).
-            let message = match result {
-                Ok(v) if !rb_sys::SPECIAL_CONST_P(v) && class_of(v) == class_of(obj) => {
-                    same_class_message(class_of(obj), name)
-                }
-                _ => format!("Marshal.dump reentered at {name}"),
+            let message = if same_class {
+                same_class_message(klass, name)
+            } else {
+                format!("Marshal.dump reentered at {name}")
             };
             unsafe { raise_second_return(result, message) }
         }
         match result {
             Ok(v) => {
                 self.tables.pin(v);
-                // MRI compares CLASS_OF (singletons included); `obj` is a heap object.
-                let klass = class_of(obj);
-                if !rb_sys::SPECIAL_CONST_P(v) && class_of(v) == klass {
+                if same_class {
                     let ruby = unsafe { Ruby::get_unchecked() };
                     self.error = Some(Error::new(
                         ruby.exception_runtime_error(),
