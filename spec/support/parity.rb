@@ -3,7 +3,8 @@
 require "stringio"
 
 # Runs the same code against the stdlib and against rusty_stdlib and compares what
-# happened: the value (==, class, encoding, frozen?) or the exception (class, message).
+# happened: the value (==, class, encoding, frozen?) or the exception (class, message
+# and its encoding).
 #
 #   expect_parity(RustyStdlib::Digest.stdlib(:MD5), Digest::MD5) { |md5| md5.hexdigest(s) }
 #
@@ -16,7 +17,7 @@ module Parity
   Outcome = Struct.new(:raised, :klass, :value, :encoding, :frozen) do
     def inspect
       if raised
-        "raised #{klass}: #{value.inspect}"
+        "raised #{klass}: #{value.inspect} (#{encoding})"
       else
         "#{klass} #{value.inspect} (#{encoding || 'no encoding'}, #{frozen ? 'frozen' : 'not frozen'})"
       end
@@ -35,7 +36,8 @@ module Parity
     encoding = value.encoding if value.respond_to?(:encoding)
     Outcome.new(false, class_name(value.class), value, encoding, value.frozen?)
   rescue StandardError, ScriptError, NoMemoryError, SystemStackError => e
-    Outcome.new(true, class_name(e.class), without_addresses(e.message), nil, nil)
+    message = e.message
+    Outcome.new(true, class_name(e.class), without_addresses(message), message.encoding, nil)
   end
 
   # Two runs cannot raise about the same object, so `#<Foo:0x000...>` addresses in

@@ -95,7 +95,8 @@ module RustyStdlib
           module Extend
             def json_create(object)
               unless object.is_a?(::Hash)
-                raise TypeError, "wrong argument type #{object.class} (expected Hash)"
+                # Binary, as the gem's Check_Type (C's rb_raise) makes the message.
+                raise TypeError, "wrong argument type #{object.class} (expected Hash)".b
               end
 
               object["raw"].pack("C*")

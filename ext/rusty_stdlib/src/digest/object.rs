@@ -9,7 +9,7 @@ use rusty_core::digest::{Algorithm, Digest, Hasher};
 use rusty_core::hex;
 
 use super::registry;
-use crate::helpers::{nogvl::without_gvl, tmplock::LockedStr};
+use crate::helpers::{error::c_error, nogvl::without_gvl, tmplock::LockedStr};
 
 /// Strings at least this long are hashed with the GVL released.
 const NOGVL_THRESHOLD: usize = 64 * 1024;
@@ -156,13 +156,15 @@ impl DigestObject {
             Ok(other) if other.algorithm() == rb_self.algorithm() => other,
             // The stdlib looks for the other object's algorithm in its class chain.
             _ if other.is_kind_of(rb_self.class().superclass()?) => {
-                return Err(Error::new(
+                return Err(c_error(
+                    ruby,
                     ruby.exception_type_error(),
                     "different algorithms",
                 ));
             }
             _ => {
-                return Err(Error::new(
+                return Err(c_error(
+                    ruby,
                     ruby.exception_runtime_error(),
                     "Digest::Base cannot be directly inherited in Ruby",
                 ));

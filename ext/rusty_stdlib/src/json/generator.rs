@@ -14,7 +14,6 @@
 //! the closing indentation (the gem keeps a non-NULL empty string), those given to the
 //! writers do not.
 
-use crate::helpers::reentry::once;
 use std::borrow::Cow;
 use std::cell::{Cell, RefCell};
 
@@ -33,7 +32,9 @@ mod state_v2_9;
 
 use super::dialect::Dialect;
 use super::key_cache::{self, KeyCache};
+use crate::helpers::error::c_error;
 use crate::helpers::raw::{class_of, flags, set_encoding_index};
+use crate::helpers::reentry::once;
 
 /// json 2.9's warning for a binary String holding UTF-8 (`rb_warn`, so printed unless
 /// `$VERBOSE` is nil).
@@ -159,11 +160,21 @@ fn generator_error(ruby: &Ruby, dialect: Dialect, message: String, obj: Value) -
         Ok(class) => class,
         Err(e) => return e,
     };
-    if !dialect.generator_errors_carry_object() {
-        return Error::new(class, message);
-    }
-    match class.funcall::<_, _, magnus::Exception>("new", (message, obj)) {
-        Ok(exception) => exception.into(),
+    // A binary message, as `rb_raise` makes it (see `c_error`).
+    let message = ruby.str_from_slice(message.as_bytes());
+    let made = if dialect.generator_errors_carry_object() {
+        class.new_instance((message, obj))
+    } else {
+        class.new_instance((message,))
+    };
+    made.map_or_else(|e| e, Error::from)
+}
+
+/// `name` (`GeneratorError`, `NestingError`) with `message`, made as the gem's generator
+/// makes every error it raises: with `rb_raise` (json 2.6 and 2.9 alike).
+fn binary_message_error(ruby: &Ruby, name: &str, message: &str) -> Error {
+    match json_error(ruby, name) {
+        Ok(class) => c_error(ruby, class, message),
         Err(e) => e,
     }
 }
@@ -232,9 +243,10 @@ fn optional_arg(ruby: &Ruby, args: &[Value]) -> Result<Option<Value>, Error> {
     match args {
         [] => Ok(None),
         [opt] => Ok(Some(*opt)),
-        _ => Err(Error::new(
+        _ => Err(c_error(
+            ruby,
             ruby.exception_arg_error(),
-            format!(
+            &format!(
                 "wrong number of arguments (given {}, expected 0..1)",
                 args.len()
             ),
@@ -957,7 +969,7 @@ impl Gen<'_> {
             &mut self.out,
         ) {
             self.ruby_needed(ruby)?;
-            return Err(Error::new(json_error(ruby, "GeneratorError")?, e.message()));
+            return Err(binary_message_error(ruby, "GeneratorError", e.message()));
         }
         self.out.push(b'"');
         if self.cfg.escape_separators && !self.cfg.ascii_only {
@@ -976,10 +988,8 @@ impl Gen<'_> {
         if max != 0 && depth > max {
             state.depth.set(depth - 1);
             self.ruby_needed(ruby)?;
-            return Err(Error::new(
-                json_error(ruby, "NestingError")?,
-                format!("nesting of {} is too deep", depth - 1),
-            ));
+            let message = format!("nesting of {} is too deep", depth - 1);
+            return Err(binary_message_error(ruby, "NestingError", &message));
         }
         if depth > 256 && unsafe { rb_sys::ruby_stack_check() } != 0 {
             self.ruby_needed(ruby)?;

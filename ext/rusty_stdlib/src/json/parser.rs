@@ -17,6 +17,7 @@ use rusty_core::json::{self as core, lines, Options, ParseError};
 
 use super::dialect::Dialect;
 use super::sink::{Flavour, RubySink};
+use crate::helpers::error::c_error;
 
 const QNIL: VALUE = rb_sys::Qnil as VALUE;
 const QUNDEF: VALUE = rb_sys::Qundef as VALUE;
@@ -357,14 +358,6 @@ fn parse_source(
 
 fn uninitialized(ruby: &Ruby) -> Error {
     c_error(ruby, ruby.exception_type_error(), "uninitialized instance")
-}
-
-/// An exception as C's `rb_raise` makes it: the message is an ASCII-8BIT string.
-fn c_error(ruby: &Ruby, class: ExceptionClass, message: &str) -> Error {
-    match class.new_instance((ruby.str_from_slice(message.as_bytes()),)) {
-        Ok(exception) => exception.into(),
-        Err(e) => e,
-    }
 }
 
 /// The gem's exception for a rejected document, message bytes and encoding included.

@@ -33,6 +33,7 @@ use super::classes;
 use super::extended::{self, data_ids};
 use super::hooks::{self, DumpHook};
 use super::ids::{self, ids};
+use crate::helpers::error::c_error;
 use crate::helpers::raw::{class_of, flags, str_bytes};
 use crate::helpers::reentry::{raise_second_return, HookCall};
 use crate::helpers::shape::Shape;
@@ -1106,7 +1107,8 @@ impl Dumper<'_> {
         let data = self.call_hook(obj, ids.underscore_dump, "_dump", &[level])?;
         if unsafe { !rb_sys::RB_TYPE_P(data, T::RUBY_T_STRING) } {
             let ruby = unsafe { Ruby::get_unchecked() };
-            self.error = Some(Error::new(
+            self.error = Some(c_error(
+                &ruby,
                 ruby.exception_type_error(),
                 "_dump() must return string",
             ));
@@ -1197,9 +1199,10 @@ impl Dumper<'_> {
                 self.tables.pin(v);
                 if same_class {
                     let ruby = unsafe { Ruby::get_unchecked() };
-                    self.error = Some(Error::new(
+                    self.error = Some(c_error(
+                        &ruby,
                         ruby.exception_runtime_error(),
-                        same_class_message(klass, name),
+                        &same_class_message(klass, name),
                     ));
                     return Err(Fallback);
                 }
@@ -1215,7 +1218,7 @@ impl Dumper<'_> {
     /// MRI's RuntimeError for what a dump hook did, to be raised once the walk unwinds.
     fn raise_runtime(&mut self, message: &'static str) -> Fallback {
         let ruby = unsafe { Ruby::get_unchecked() };
-        self.error = Some(Error::new(ruby.exception_runtime_error(), message));
+        self.error = Some(c_error(&ruby, ruby.exception_runtime_error(), message));
         Fallback
     }
 
@@ -1229,7 +1232,11 @@ impl Dumper<'_> {
             return Ok(());
         }
         let ruby = unsafe { Ruby::get_unchecked() };
-        self.error = Some(Error::new(ruby.exception_arg_error(), "exceed depth limit"));
+        self.error = Some(c_error(
+            &ruby,
+            ruby.exception_arg_error(),
+            "exceed depth limit",
+        ));
         Err(Fallback)
     }
 
@@ -1604,7 +1611,7 @@ impl Dumper<'_> {
                 } else {
                     format!("instance variable removed from {name} instance")
                 };
-                self.error = Some(Error::new(ruby.exception_runtime_error(), message));
+                self.error = Some(c_error(&ruby, ruby.exception_runtime_error(), &message));
             }
             Err(e) => self.error = Some(e),
         }

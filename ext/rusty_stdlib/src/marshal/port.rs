@@ -27,6 +27,7 @@ use rusty_core::marshal as core;
 
 use super::dump;
 use super::load::reentered_message;
+use crate::helpers::error::c_error;
 use crate::helpers::reentry::{raise_second_return, HookCall};
 
 /// MRI's buffer size on this platform (`BUFSIZ` from stdio.h, which marshal.c uses).
@@ -76,7 +77,8 @@ fn write_chunks(port: VALUE, bytes: &[u8], points: &[usize]) -> Result<(), Error
     })?;
     if responds != rb_sys::Qtrue as VALUE {
         let ruby = unsafe { Ruby::get_unchecked() };
-        return Err(Error::new(
+        return Err(c_error(
+            &ruby,
             ruby.exception_type_error(),
             "instance of IO needed",
         ));
@@ -351,7 +353,8 @@ pub fn load_from(
         }
     })?;
     if readable != rb_sys::Qtrue as VALUE {
-        return Err(Error::new(
+        return Err(c_error(
+            ruby,
             ruby.exception_type_error(),
             "instance of IO needed",
         ));
