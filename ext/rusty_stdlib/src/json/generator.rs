@@ -1450,5 +1450,10 @@ pub fn init(ruby: &Ruby, json: RModule) -> Result<(), Error> {
             .const_get::<_, RModule>(name)?
             .define_method("to_json", method!(literal_to_json, -1))?;
     }
+    // Made now, in the main Ractor: a first use racing in two Ractors would block one
+    // in the `Once` while the other may need it at a GC barrier.
+    ruby.get_inner(&STATE_CLASS);
+    to_s_id();
+    state_id();
     Ok(())
 }

@@ -19,6 +19,18 @@ use magnus::{method, prelude::*, Error, RModule, Ruby};
 pub use parser::ParserObject;
 
 pub fn init(ruby: &Ruby, root: RModule) -> Result<(), Error> {
+    // The gem's parser and generator work in any Ractor, so ours must too. Per-call
+    // state is on the stack or thread-local, the parser's shared state is Ractor-local
+    // (see `sink`), and the statics are set once and then only read. (Methods defined
+    // later, at run time, such as the State methods `define_state_methods` adds, are
+    // Ractor-safe by Ruby's default.)
+    unsafe { rb_sys::rb_ext_ractor_safe(true) };
+    let defined = define(ruby, root);
+    unsafe { rb_sys::rb_ext_ractor_safe(false) };
+    defined
+}
+
+fn define(ruby: &Ruby, root: RModule) -> Result<(), Error> {
     let module = root.define_module("JSON")?;
     let class = module.define_class("Parser", ruby.class_object())?;
     class.define_alloc_func::<ParserObject>();
@@ -27,9 +39,7 @@ pub fn init(ruby: &Ruby, root: RModule) -> Result<(), Error> {
     class.define_method("source", method!(ParserObject::source, 0))?;
     class.define_singleton_method("try_parse", method!(parser::try_parse, 1))?;
     class.define_singleton_method("parse_with", method!(parser::parse_with, 2))?;
-    let stacks = module.define_class("ValueStacks", ruby.class_object())?;
-    stacks.undef_default_alloc_func();
-    sink::init(ruby);
+    sink::init();
     generator::init(ruby, module)?;
     Ok(())
 }

@@ -1,19 +1,18 @@
 //! Builds Ruby values from what `rusty_core::json::parse` reports.
 //!
 //! Values wait on a [`ValueStack`]: a Rust `Vec` that is registered, for the length of
-//! the parse, with one permanent Ruby object whose `mark` function marks every active
-//! stack (see [`ActiveStacks`]), so a GC run by any allocation sees them without a Ruby
-//! object per parse. Arrays and hashes are then made in one call from the top of the
-//! stack. The same object marks the process-wide [`KeyCache`] of object keys.
-
-use crate::helpers::reentry::once;
+//! the parse, with its Ractor's [`RactorParses`], whose `mark` function Ruby calls when it
+//! marks the Ractor, so a GC run by any allocation sees them without a Ruby object per
+//! parse. Arrays and hashes are then made in one call from the top of the stack. The same
+//! storage holds (and marks) the Ractor's [`KeyCache`] of object keys.
 use std::cell::UnsafeCell;
 
-use magnus::{gc::Marker, rb_sys::FromRawValue, DataTypeFunctions, Error, Ruby, TypedData, Value};
+use magnus::{rb_sys::FromRawValue, Error, Ruby, Value};
 use rb_sys::VALUE;
 use rusty_core::json::{parse_float_fast, Decimal, Sink};
 
 use crate::helpers::raw::set_encoding_index;
+use crate::helpers::reentry::once;
 
 /// Slots of the [`KeyCache`] (a power of two): enough that the few hundred distinct keys
 /// of a large document rarely evict each other.
@@ -24,9 +23,9 @@ const KEY_CACHE_SLOTS: usize = 1024;
 const CACHED_KEY_MAX: usize = 64;
 
 /// A direct-mapped cache of object keys (interned frozen Strings, and their Symbols with
-/// `symbolize_names`), shared by every parse in the process, so that a key seen before
+/// `symbolize_names`), shared by every parse in a Ractor, so that a key seen before
 /// costs a hash and a compare instead of Ruby's fstring table lookup. Its VALUEs are
-/// marked (and so pinned) by [`ActiveStacks`] at every GC: a slot never holds a dead
+/// marked (and so pinned) by [`RactorParses`] at every GC: a slot never holds a dead
 /// object, and a key stays the very same fstring the gem's `rb_str_freeze` would give.
 #[repr(transparent)]
 struct KeyCache {
@@ -54,25 +53,6 @@ impl KeyCache {
         let slots: Box<[KeySlot; KEY_CACHE_SLOTS]> = slots.try_into().ok().expect("the size");
         // SAFETY: `KeyCache` is `repr(transparent)` over the array.
         unsafe { Box::from_raw(Box::into_raw(slots) as *mut KeyCache) }
-    }
-}
-
-/// The one [`KeyCache`]. Touched only with the GVL held (see [`Registry`]).
-struct GlobalKeys(UnsafeCell<Option<Box<KeyCache>>>);
-
-// SAFETY: as for `Registry`: only Ruby threads holding the GVL touch it.
-unsafe impl Sync for GlobalKeys {}
-
-static KEYS: GlobalKeys = GlobalKeys(UnsafeCell::new(None));
-
-fn mark_keys() {
-    if let Some(cache) = unsafe { &*KEYS.0.get() } {
-        for slot in cache.slots.iter().filter(|s| s.string != 0) {
-            unsafe {
-                rb_sys::rb_gc_mark(slot.string);
-                rb_sys::rb_gc_mark(slot.value);
-            }
-        }
     }
 }
 
@@ -123,34 +103,64 @@ impl ValueStack {
     }
 }
 
-/// The value stacks of the parses in progress (several when a parse waits in user code
-/// while another thread, or a nested `JSON.parse`, runs). Touched only with the GVL held.
-struct Registry(UnsafeCell<Vec<*const ValueStack>>);
+/// What the parses of one Ractor share: the value stacks of the parses in progress
+/// (several when a parse waits in user code while another thread, or a nested
+/// `JSON.parse`, runs) and the key cache. Kept in Ractor-local storage, so that Ractors,
+/// which run in parallel, never touch each other's; within a Ractor, touched only with its
+/// GVL held. Ruby calls [`mark_parses`] whenever it marks the Ractor.
+#[derive(Default)]
+struct RactorParses {
+    active: Vec<*const ValueStack>,
+    keys: Option<Box<KeyCache>>,
+}
 
-// SAFETY: every access happens on a Ruby thread holding the GVL (the extension is not
-// Ractor-safe, so only the main Ractor calls it).
-unsafe impl Sync for Registry {}
+static STORAGE_TYPE: rb_sys::rb_ractor_local_storage_type = rb_sys::rb_ractor_local_storage_type {
+    mark: Some(mark_parses),
+    free: Some(free_parses),
+};
 
-static ACTIVE: Registry = Registry(UnsafeCell::new(Vec::new()));
+/// The Ractor-local storage key (an `rb_ractor_local_key_t`), made by [`init`].
+static STORAGE_KEY: std::sync::atomic::AtomicPtr<rb_sys::rb_ractor_local_key_struct> =
+    std::sync::atomic::AtomicPtr::new(std::ptr::null_mut());
 
-/// The one permanent object (registered with `rb_gc_register_mark_object` at init)
-/// whose mark function marks every active [`ValueStack`].
-#[derive(TypedData, Default)]
-#[magnus(class = "RustyStdlib::JSON::ValueStacks", free_immediately, mark)]
-pub struct ActiveStacks;
-
-impl DataTypeFunctions for ActiveStacks {
-    fn mark(&self, _marker: &Marker) {
-        for &stack in unsafe { &*ACTIVE.0.get() } {
-            unsafe { (*stack).mark() };
+/// Marks what a Ractor's parses hold. Runs during GC, while no parse in the Ractor runs
+/// Rust code (GC runs inside Ruby calls, and the sink never holds a reference across one).
+unsafe extern "C" fn mark_parses(ptr: *mut std::os::raw::c_void) {
+    let parses = &*(ptr as *const RactorParses);
+    for &stack in &parses.active {
+        (*stack).mark();
+    }
+    if let Some(cache) = &parses.keys {
+        for slot in cache.slots.iter().filter(|s| s.string != 0) {
+            rb_sys::rb_gc_mark(slot.string);
+            rb_sys::rb_gc_mark(slot.value);
         }
-        mark_keys();
     }
 }
 
-pub fn init(ruby: &Ruby) {
-    let marker = ruby.obj_wrap(ActiveStacks);
-    ruby.gc_register_mark_object(marker);
+/// Frees a finished Ractor's storage (no parse of it is left).
+unsafe extern "C" fn free_parses(ptr: *mut std::os::raw::c_void) {
+    drop(Box::from_raw(ptr as *mut RactorParses));
+}
+
+/// The current Ractor's [`RactorParses`], made at its first parse.
+///
+/// # Safety
+/// The caller holds the Ractor's GVL, and drops the reference before any Ruby call.
+unsafe fn ractor_parses() -> *mut RactorParses {
+    let key = STORAGE_KEY.load(std::sync::atomic::Ordering::Acquire);
+    let mut parses = rb_sys::rb_ractor_local_storage_ptr(key) as *mut RactorParses;
+    if parses.is_null() {
+        parses = Box::into_raw(Box::<RactorParses>::default());
+        rb_sys::rb_ractor_local_storage_ptr_set(key, parses as *mut _);
+    }
+    parses
+}
+
+pub fn init() {
+    // In the main Ractor, at load time: before any parse, and once.
+    let key = unsafe { rb_sys::rb_ractor_local_storage_ptr_newkey(&STORAGE_TYPE) };
+    STORAGE_KEY.store(key, std::sync::atomic::Ordering::Release);
 }
 
 /// What a parser instance asked for, beyond what the walk itself needs.
@@ -164,6 +174,8 @@ pub struct Flavour {
 pub struct RubySink {
     /// Boxed so its address, which the registry holds, stays put; given back in `drop`.
     stack: std::mem::ManuallyDrop<Box<ValueStack>>,
+    /// This Ractor's shared parse state (it outlives the parse).
+    parses: *mut RactorParses,
     /// The source String, which the walk borrows; locked (`rb_str_locktmp`) before the
     /// first call that may run Ruby code, so that code cannot modify it under us.
     source: VALUE,
@@ -271,10 +283,12 @@ impl RubySink {
             None => None,
         };
         let stack: Box<ValueStack> = SPARE.with(|spare| spare.take()).unwrap_or_default();
-        unsafe { (*ACTIVE.0.get()).push(&*stack) };
+        let parses = unsafe { ractor_parses() };
+        unsafe { (*parses).active.push(&*stack) };
         let stack = std::mem::ManuallyDrop::new(stack);
         Ok(RubySink {
             stack,
+            parses,
             source,
             locked: false,
             flavour,
@@ -348,7 +362,7 @@ impl RubySink {
             self.locked = false;
         }
         let me: *const ValueStack = &**self.stack;
-        let active = unsafe { &mut *ACTIVE.0.get() };
+        let active = unsafe { &mut (*self.parses).active };
         if let Some(i) = active.iter().rposition(|&s| s == me) {
             active.remove(i);
         }
@@ -400,7 +414,7 @@ impl RubySink {
             self.push(value);
             return Ok(());
         }
-        let keys = KEYS.0.get();
+        let keys = unsafe { std::ptr::addr_of_mut!((*self.parses).keys) };
         let hash = key_hash(bytes);
         let index = hash as usize & (KEY_CACHE_SLOTS - 1);
         let symbol = self.flavour.symbolize_names;

@@ -70,6 +70,22 @@ static SEPARATOR: Lazy<RString> = Lazy::new(|ruby| {
     separator
 });
 
+/// Makes the statics `each_capitalized` uses, in the main Ractor at load time (a first
+/// use racing in two Ractors would block one in the `Once` while the other may need it
+/// at a GC barrier).
+pub fn init(ruby: &Ruby) {
+    ruby.get_inner(&SEPARATOR);
+    for (cache, name) in [
+        (&ID_CAPITALIZE, c"capitalize"),
+        (&ID_JOIN, c"join"),
+        (&ID_HEADER, c"@header"),
+        (&ID_SIZE, c"size"),
+        (&ID_EACH_CAPITALIZED, c"each_capitalized"),
+    ] {
+        id(cache, name);
+    }
+}
+
 /// What the hash walk needs, passed through rb_hash_foreach's `arg`.
 struct Walk {
     receiver: rb_sys::VALUE,

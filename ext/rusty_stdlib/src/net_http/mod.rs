@@ -21,23 +21,21 @@ mod strings;
 
 use magnus::{function, method, prelude::*, Error, RModule, Ruby};
 
-pub fn init(_ruby: &Ruby, root: RModule) -> Result<(), Error> {
+pub fn init(ruby: &Ruby, root: RModule) -> Result<(), Error> {
     let module = root.define_module("NetHttp")?;
     let native = module.define_module("Native")?;
     // The :header_names piece, prepended to Net::HTTPHeader by the shim.
     let header_names = module.define_module("HeaderNames")?;
-    header_names.define_method("each_capitalized", method!(header::each_capitalized, 0))?;
-    header_names.define_private_method("capitalize", method!(header::capitalize_method, 1))?;
-    native.define_singleton_method(
-        "encode_www_form_component",
-        function!(form::encode_www_form_component, 2),
-    )?;
-    native.define_singleton_method("encode_www_form", function!(form::encode_www_form, 2))?;
-    native.define_singleton_method(
-        "decode_www_form_component",
-        function!(form::decode_www_form_component, 2),
-    )?;
-    native.define_singleton_method("decode_www_form", function!(form::decode_www_form, 4))?;
+    // Net::HTTPHeader#each_capitalized works in any Ractor on Ruby 3.3 (net-http 0.4), so
+    // ours must too (they keep no shared mutable state; `header::init` makes their
+    // statics now). URI's form codec works in any Ractor on both Rubies. The rest of
+    // Net::HTTP does not (its constants are not shareable), so its functions stay
+    // main-Ractor ones.
+    header::init(ruby);
+    unsafe { rb_sys::rb_ext_ractor_safe(true) };
+    let safe = define_header_names(header_names).and_then(|_| define_form_codec(native));
+    unsafe { rb_sys::rb_ext_ractor_safe(false) };
+    safe?;
     native.define_singleton_method("capitalize", function!(header::capitalize, 1))?;
     native.define_singleton_method("request_head", function!(request::request_head, 4))?;
     native.define_singleton_method("status_line", function!(response::status_line, 1))?;
@@ -53,5 +51,25 @@ pub fn init(_ruby: &Ruby, root: RModule) -> Result<(), Error> {
     native.define_singleton_method("remember_stock", function!(methods::remember, 2))?;
     native.define_singleton_method("plain_chunked", function!(body::plain_chunked, 1))?;
     native.define_singleton_method("chunk_size", function!(response::chunk_size, 1))?;
+    Ok(())
+}
+
+fn define_header_names(header_names: RModule) -> Result<(), Error> {
+    header_names.define_method("each_capitalized", method!(header::each_capitalized, 0))?;
+    header_names.define_private_method("capitalize", method!(header::capitalize_method, 1))?;
+    Ok(())
+}
+
+fn define_form_codec(native: RModule) -> Result<(), Error> {
+    native.define_singleton_method(
+        "encode_www_form_component",
+        function!(form::encode_www_form_component, 2),
+    )?;
+    native.define_singleton_method("encode_www_form", function!(form::encode_www_form, 2))?;
+    native.define_singleton_method(
+        "decode_www_form_component",
+        function!(form::decode_www_form_component, 2),
+    )?;
+    native.define_singleton_method("decode_www_form", function!(form::decode_www_form, 4))?;
     Ok(())
 }

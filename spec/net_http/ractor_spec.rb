@@ -1,0 +1,49 @@
+# frozen_string_literal: true
+
+require_relative "net_http_helper"
+
+# URI's form codec works inside any Ractor (and on Ruby 3.3 Net::HTTPHeader's
+# each_capitalized too), so ours must: each call below runs in a Ractor with the stdlib's
+# methods in place and with ours, and must end the same way (value, or exception class
+# and message). Where the stdlib fails in a Ractor (Ruby 3.1's Net::HTTP constants are
+# not shareable), ours fails there with the same error.
+RSpec.describe "Net::HTTP codec and URI form codec inside Ractors" do
+  include NetHttpHelper
+
+  CALLS = [
+    'URI.encode_www_form([["a b", "c&d"], ["\u00fc", nil], ["k", ["1", nil]]])',
+    'URI.encode_www_form_component("a b~*\u3042".encode("Shift_JIS"), Encoding::Shift_JIS)',
+    'URI.decode_www_form("a+b=c%26d&e=%E3%81%82;f", Encoding::UTF_8, separator: "&")',
+    'URI.decode_www_form_component("a+b%7E%E3%81%82")',
+    'URI.decode_www_form_component("%zz")',
+    'Net::HTTP::Get.new("/", { "x-a" => "1", "CONTENT-type" => "t" }).each_capitalized.to_a',
+    'Net::HTTP::Get.new("/").tap { |r| r["x-b-c"] = "2" }.to_enum(:each_capitalized).map { |k, v| k + v }'
+  ].freeze
+
+  def outcomes_in_a_ractor
+    experimental = Warning[:experimental]
+    Warning[:experimental] = false
+    Ractor.new(CALLS) do |calls|
+      calls.map do |call|
+        value = eval(call) # rubocop:disable Security/Eval
+        [:ok, value, value.respond_to?(:encoding) ? value.encoding.name : nil]
+      rescue StandardError => e
+        [:raised, e.class.name, e.message]
+      end
+    end.take
+  ensure
+    Warning[:experimental] = experimental
+  end
+
+  it "ends every call as the stdlib does" do
+    skip "uri_form not installed: #{RustyStdlib::NetHttp.piece_status[:uri_form]}" unless NetHttpHelper.piece?(:uri_form)
+
+    expected = RustyStdlib::NetHttp.stdlib { outcomes_in_a_ractor }
+    actual = outcomes_in_a_ractor
+    CALLS.each_with_index do |call, i|
+      expect([call, actual[i]]).to eq([call, expected[i]])
+    end
+    # The form codec works in a Ractor on every Ruby we support.
+    expect(actual.first(4).map(&:first)).to eq(%i[ok ok ok ok])
+  end
+end
