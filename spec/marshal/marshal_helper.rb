@@ -192,6 +192,17 @@ module RustyMarshalSpec
     end
   end
 
+  # A new, empty class under the fixed name `name`. Ruby 3.3 gives a class's objects one
+  # "too complex" shape (their ivars in a table) once the class has seen 8 shape
+  # variations, after which adding an ivar no longer changes an object's shape, and
+  # neither MRI nor ours then notices a hook adding one. A spec that runs the stdlib and
+  # ours on objects of a shared class could see that limit reached between the two runs
+  # (it depends on which specs ran before), so each run gets its own class.
+  def self.fresh_class(name)
+    remove_const(name) if const_defined?(name, false)
+    const_set(name, Class.new)
+  end
+
   # A dump hook that changes the object whose ivars are being written when it is
   # reached (MRI 3.1's countdown, 3.3's shape check: "instance variable added to ...").
   class IvarChanger
