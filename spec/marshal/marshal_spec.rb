@@ -537,6 +537,43 @@ RSpec.describe "RustyStdlib::Marshal" do
       end
     end
 
+    it "takes a hook returning on another native thread (Ruby 3.3's M:N threads) as its first return" do
+      skip "Ruby #{RUBY_VERSION} runs each Ruby thread on one native thread" if RUBY_VERSION < "3.3"
+
+      # Hooks that sleep in six threads of a Ractor: with RUBY_MN_THREADS=1 Ruby resumes
+      # them on other native threads. A ticket kept per native thread was not found there, and the
+      # return raised "Marshal.dump reentered at marshal_dump" (JSON's to_json likewise).
+      script = <<~RUBY
+        $LOAD_PATH.unshift(#{File.expand_path("../../lib", __dir__).dump})
+        require "rusty_stdlib"
+        require "json"
+        class Sleepy
+          def initialize(n) = @n = n
+          def marshal_dump = (sleep 0.002; [@n])
+          def marshal_load(a) = @n = a.first
+          def to_json(*) = (sleep 0.002; @n.to_s)
+        end
+        Warning[:experimental] = false
+        result = Ractor.new do
+          errors = []
+          6.times.map do
+            Thread.new do
+              20.times do |i|
+                Marshal.load(Marshal.dump([Sleepy.new(i)]))
+                JSON.generate([Sleepy.new(i)])
+              rescue StandardError => e
+                errors << "\#{e.class}: \#{e.message}"
+              end
+            end
+          end.each(&:join)
+          errors.uniq
+        end.take
+        print Marshal.dump(result)
+      RUBY
+      out = IO.popen({ "RUBY_MN_THREADS" => "1" }, [RbConfig.ruby, "-w", "-e", script], err: %i[child out], &:read)
+      expect(Marshal.load(out)).to eq([])
+    end
+
     it "gives Hashes the interned String keys the stdlib gives them (and links the originals)" do
       h = { "k" => 1, "k".b => 2, "k".encode("US-ASCII") => 3, "caf\u00e9" => 4, ("x" * 70) => 5 }
       k = h.keys.first

@@ -6,8 +6,9 @@
 //! freed when the walk ended. MRI detects this in Marshal (`check_dump_arg` /
 //! `check_load_arg`: "Marshal.dump reentered at marshal_dump") because its state lives
 //! in a heap object it clears at the end; ours lives in the frames, so each such call
-//! is given a ticket kept in a thread-local list while the call is under way: a return
-//! that finds its ticket gone is the second one.
+//! is given a ticket kept in a list while the call is under way (see
+//! [`ONE_NATIVE_THREAD_PER_RUBY_THREAD`] for which list): a return that finds its ticket
+//! gone is the second one.
 //!
 //! On the second return nothing of the walk may be touched, not even by destructors
 //! (they would free its buffers again), so [`raise_second_return`] raises straight from
@@ -15,14 +16,43 @@
 //! dropped once, when the walk ended the first time.
 
 use std::cell::{Cell, RefCell};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
 
 use magnus::{error::ErrorType, rb_sys::AsRawValue, Error};
 use rb_sys::VALUE;
 
+/// Whether a Ruby thread always runs on the native thread it started on, so that the
+/// tickets can be kept per native thread. Not so from Ruby 3.3, whose M:N scheduler
+/// (always on in Ractors other than the main one, and in the main one with
+/// `RUBY_MN_THREADS=1`) can resume a Ruby thread on another native thread: a call would
+/// then return where its ticket is not, and look like a second return.
+const ONE_NATIVE_THREAD_PER_RUBY_THREAD: bool = rb_sys::RUBY_API_VERSION_CODE < 30300;
+
 thread_local! {
-    /// Tickets of the calls under way on this thread (Fibers may finish them out of order).
+    /// Tickets of the calls under way on this thread (Fibers may finish them out of
+    /// order), where tickets are kept per native thread.
     static UNDER_WAY: RefCell<Vec<u64>> = const { RefCell::new(Vec::new()) };
     static NEXT_TICKET: Cell<u64> = const { Cell::new(0) };
+}
+
+/// Tickets of the calls under way in the process, where they are not kept per native
+/// thread; the lock is never held across a call into Ruby.
+static SHARED_UNDER_WAY: Mutex<Vec<u64>> = Mutex::new(Vec::new());
+static SHARED_NEXT_TICKET: AtomicU64 = AtomicU64::new(0);
+
+/// Runs `f` on the list of tickets under way that this thread's calls use.
+#[inline]
+fn with_under_way<R>(f: impl FnOnce(&mut Vec<u64>) -> R) -> R {
+    if ONE_NATIVE_THREAD_PER_RUBY_THREAD {
+        UNDER_WAY.with(|under_way| f(&mut under_way.borrow_mut()))
+    } else {
+        // Nothing panics while the lock is held, but a poisoned list is still sound.
+        let mut under_way = SHARED_UNDER_WAY
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        f(&mut under_way)
+    }
 }
 
 /// One call into Ruby code that may capture a continuation.
@@ -35,12 +65,16 @@ pub struct HookCall {
 impl HookCall {
     /// To be made right before the call.
     pub fn start() -> HookCall {
-        let ticket = NEXT_TICKET.with(|next| {
-            let ticket = next.get();
-            next.set(ticket.wrapping_add(1));
-            ticket
-        });
-        UNDER_WAY.with(|under_way| under_way.borrow_mut().push(ticket));
+        let ticket = if ONE_NATIVE_THREAD_PER_RUBY_THREAD {
+            NEXT_TICKET.with(|next| {
+                let ticket = next.get();
+                next.set(ticket.wrapping_add(1));
+                ticket
+            })
+        } else {
+            SHARED_NEXT_TICKET.fetch_add(1, Ordering::Relaxed)
+        };
+        with_under_way(|under_way| under_way.push(ticket));
         HookCall {
             ticket,
             returns: Cell::new(0),
@@ -53,8 +87,7 @@ impl HookCall {
     #[inline]
     pub fn first_return(&self) -> bool {
         if self.returns.get() == 0 {
-            let found = UNDER_WAY.with(|under_way| {
-                let mut under_way = under_way.borrow_mut();
+            let found = with_under_way(|under_way| {
                 match under_way.iter().rposition(|&t| t == self.ticket) {
                     Some(i) => {
                         under_way.swap_remove(i);
