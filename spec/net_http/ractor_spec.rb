@@ -8,8 +8,6 @@ require_relative "net_http_helper"
 # and message). Where the stdlib fails in a Ractor (Ruby 3.1's Net::HTTP constants are
 # not shareable), ours fails there with the same error.
 RSpec.describe "Net::HTTP codec and URI form codec inside Ractors" do
-  include NetHttpHelper
-
   HTTP_RACTOR_CALLS = [
     'URI.encode_www_form([["a b", "c&d"], ["\u00fc", nil], ["k", ["1", nil]]])',
     'URI.encode_www_form_component("a b~*\u3042".encode("Shift_JIS"), Encoding::Shift_JIS)',

@@ -3,6 +3,7 @@
 pub mod error;
 pub mod hash;
 pub mod nogvl;
+pub mod ractor;
 pub mod raw;
 pub mod reentry;
 pub mod shape;

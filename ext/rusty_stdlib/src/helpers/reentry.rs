@@ -33,13 +33,14 @@ thread_local! {
     /// Tickets of the calls under way on this thread (Fibers may finish them out of
     /// order), where tickets are kept per native thread.
     static UNDER_WAY: RefCell<Vec<u64>> = const { RefCell::new(Vec::new()) };
-    static NEXT_TICKET: Cell<u64> = const { Cell::new(0) };
 }
 
 /// Tickets of the calls under way in the process, where they are not kept per native
 /// thread; the lock is never held across a call into Ruby.
 static SHARED_UNDER_WAY: Mutex<Vec<u64>> = Mutex::new(Vec::new());
-static SHARED_NEXT_TICKET: AtomicU64 = AtomicU64::new(0);
+
+/// The next ticket: unique in the process, whichever list it goes to.
+static NEXT_TICKET: AtomicU64 = AtomicU64::new(0);
 
 /// Runs `f` on the list of tickets under way that this thread's calls use.
 #[inline]
@@ -65,15 +66,7 @@ pub struct HookCall {
 impl HookCall {
     /// To be made right before the call.
     pub fn start() -> HookCall {
-        let ticket = if ONE_NATIVE_THREAD_PER_RUBY_THREAD {
-            NEXT_TICKET.with(|next| {
-                let ticket = next.get();
-                next.set(ticket.wrapping_add(1));
-                ticket
-            })
-        } else {
-            SHARED_NEXT_TICKET.fetch_add(1, Ordering::Relaxed)
-        };
+        let ticket = NEXT_TICKET.fetch_add(1, Ordering::Relaxed);
         with_under_way(|under_way| under_way.push(ticket));
         HookCall {
             ticket,

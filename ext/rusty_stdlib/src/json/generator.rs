@@ -160,14 +160,14 @@ fn generator_error(ruby: &Ruby, dialect: Dialect, message: String, obj: Value) -
         Ok(class) => class,
         Err(e) => return e,
     };
-    // A binary message, as `rb_raise` makes it (see `c_error`).
+    if !dialect.generator_errors_carry_object() {
+        return c_error(ruby, class, &message);
+    }
+    // The message binary, as `rb_raise` makes it (see `c_error`).
     let message = ruby.str_from_slice(message.as_bytes());
-    let made = if dialect.generator_errors_carry_object() {
-        class.new_instance((message, obj))
-    } else {
-        class.new_instance((message,))
-    };
-    made.map_or_else(|e| e, Error::from)
+    class
+        .new_instance((message, obj))
+        .map_or_else(|e| e, Error::from)
 }
 
 /// `name` (`GeneratorError`, `NestingError`) with `message`, made as the gem's generator

@@ -24,10 +24,7 @@ pub fn init(ruby: &Ruby, root: RModule) -> Result<(), Error> {
     // (see `sink`), and the statics are set once and then only read. (Methods defined
     // later, at run time, such as the State methods `define_state_methods` adds, are
     // Ractor-safe by Ruby's default.)
-    unsafe { rb_sys::rb_ext_ractor_safe(true) };
-    let defined = define(ruby, root);
-    unsafe { rb_sys::rb_ext_ractor_safe(false) };
-    defined
+    crate::helpers::ractor::ractor_safe(|| define(ruby, root))
 }
 
 fn define(ruby: &Ruby, root: RModule) -> Result<(), Error> {

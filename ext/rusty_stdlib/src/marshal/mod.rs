@@ -60,23 +60,15 @@ pub fn init(ruby: &Ruby, root: RModule) -> Result<(), Error> {
     }
     ids::init(ruby);
     extended::data_ids(); // interned now, not inside an ivar walk later
-                          // The stdlib's Marshal works in any Ractor, so ours must too: these functions keep no
-                          // shared mutable state (the statics are set once, before any call).
-    unsafe { rb_sys::rb_ext_ractor_safe(true) };
-    let defined = module
-        .define_singleton_method("native_dump", function!(native_dump, 2))
-        .and_then(|_| {
-            module.define_singleton_method("native_dump_to", function!(native_dump_to, 3))
-        })
-        .and_then(|_| module.define_singleton_method("native_load", function!(native_load, 3)))
-        .and_then(|_| {
-            module.define_singleton_method("native_load_from", function!(native_load_from, 4))
-        })
-        .and_then(|_| {
-            module.define_singleton_method("native_load_proc", function!(native_load_proc, 4))
-        });
-    unsafe { rb_sys::rb_ext_ractor_safe(false) };
-    defined
+                          // The stdlib's Marshal works in any Ractor, so ours must too (the statics are set
+                          // once, before any call).
+    crate::helpers::ractor::ractor_safe(|| {
+        module.define_singleton_method("native_dump", function!(native_dump, 2))?;
+        module.define_singleton_method("native_dump_to", function!(native_dump_to, 3))?;
+        module.define_singleton_method("native_load", function!(native_load, 3))?;
+        module.define_singleton_method("native_load_from", function!(native_load_from, 4))?;
+        module.define_singleton_method("native_load_proc", function!(native_load_proc, 4))
+    })
 }
 
 /// The dump of `obj` with depth `limit` (nil for none), or nil to ask for the stdlib; an

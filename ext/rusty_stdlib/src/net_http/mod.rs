@@ -32,10 +32,10 @@ pub fn init(ruby: &Ruby, root: RModule) -> Result<(), Error> {
     // Net::HTTP does not (its constants are not shareable), so its functions stay
     // main-Ractor ones.
     header::init(ruby);
-    unsafe { rb_sys::rb_ext_ractor_safe(true) };
-    let safe = define_header_names(header_names).and_then(|_| define_form_codec(native));
-    unsafe { rb_sys::rb_ext_ractor_safe(false) };
-    safe?;
+    crate::helpers::ractor::ractor_safe(|| {
+        define_header_names(header_names)?;
+        define_form_codec(native)
+    })?;
     native.define_singleton_method("capitalize", function!(header::capitalize, 1))?;
     native.define_singleton_method("request_head", function!(request::request_head, 4))?;
     native.define_singleton_method("status_line", function!(response::status_line, 1))?;
