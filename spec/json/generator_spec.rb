@@ -407,6 +407,39 @@ RSpec.describe "RustyStdlib::JSON::Generator" do
       expect_gen_parity { "x".to_json_raw }
       expect_gen_parity { String.json_create({ "raw" => [104, 105] }) }
     end
+
+    # The gem writes these in C: the class's path (not `name` or `class`), its own raw
+    # object, binary literals, Check_Type's words, and errors from C frames (whose
+    # NoMethodError message carries the caller's error_highlight snippet).
+    it "makes the String extras as the gem's C does" do
+      renamed = Class.new(String) { def self.name = "Renamed" }
+      classless = Class.new(String) { def class = Integer }
+      own_raw = Class.new(String) { def to_json_raw_object = { "own" => 1 } }
+      keyed = Class.new(Hash) { def [](_key) = [120] }
+      raw_object = ->(g, s) { g::GeneratorMethods::String.instance_method(:to_json_raw_object).bind_call(s) }
+      json_create = ->(g, o) { g::GeneratorMethods::String::Extend.instance_method(:json_create).bind_call(String, o) }
+      [renamed.new("ab"), classless.new("ab"), Class.new(String).new("ab")].each do |string|
+        expect_gen_parity { |g| raw_object.call(g, string).map { |k, v| [k, k.encoding, k.frozen?, v] } }
+      end
+      expect_gen_parity { |g| g::GeneratorMethods::String.instance_method(:to_json_raw).bind_call(own_raw.new("ab")) }
+      [nil, 1, :sym, "s", {}, { "raw" => nil }, { "raw" => ["x"] }, keyed.new, keyed[{ "raw" => [104] }]].each do |object|
+        expect_gen_parity { |g| json_create.call(g, object) }
+      end
+      expect_gen_parity { JSON.load('{"json_class":"String"}') }
+      expect_gen_parity { |g| g::GeneratorMethods::String.instance_method(:to_json_raw).source_location }
+      expect_gen_parity { |g| g::GeneratorMethods::String::Extend.instance_method(:json_create).source_location }
+      expect_gen_parity { |g| g::GeneratorMethods::String.method(:included).source_location }
+    end
+
+    it "calls super from String.included where the gem does (json 2.9)" do
+      expect_gen_parity do |g|
+        # Below the module's own `included`: reached only through its super.
+        log = []
+        g::GeneratorMethods::String.extend(Module.new { define_method(:included) { |base| log << base; super(base) } })
+        Class.new.include(g::GeneratorMethods::String)
+        log.size
+      end
+    end
   end
 
   describe "State" do

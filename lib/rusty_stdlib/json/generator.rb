@@ -1,8 +1,8 @@
 # frozen_string_literal: true
 
-# The Ruby half of RustyStdlib::JSON::Generator (the native extension defines State and
-# the to_json methods): the String extras the gem's C generator also defines, and on
-# json 2.9 the State methods its state.rb writes in Ruby around the C ones.
+# The Ruby half of RustyStdlib::JSON::Generator (the native extension defines State, the
+# to_json methods and the String extras, as the gem's C does): on json 2.9, the State
+# methods its state.rb writes in Ruby around the C ones.
 module RustyStdlib
   module JSON
     module Generator
@@ -67,39 +67,6 @@ module RustyStdlib
               __send__(name_writer, value)
             else
               instance_variable_set("@#{name}", value)
-            end
-          end
-        end
-      end
-
-      module GeneratorMethods
-        module String
-          # Like the gem: a class that includes this module is extended with Extend.
-          def self.included(modul)
-            modul.extend(Extend)
-          end
-
-          # The gem's raw form of a String: its class name and bytes.
-          def to_json_raw_object
-            result = {}
-            result[::JSON.create_id] = self.class.name
-            result["raw"] = unpack("C*")
-            result
-          end
-
-          def to_json_raw(*args)
-            GeneratorMethods::Hash.instance_method(:to_json).bind_call(to_json_raw_object, *args)
-          end
-
-          # `String.json_create` for the raw form.
-          module Extend
-            def json_create(object)
-              unless object.is_a?(::Hash)
-                # Binary, as the gem's Check_Type (C's rb_raise) makes the message.
-                raise TypeError, "wrong argument type #{object.class} (expected Hash)".b
-              end
-
-              object["raw"].pack("C*")
             end
           end
         end

@@ -148,4 +148,15 @@ impl Dialect {
     pub fn generator_errors_carry_object(self) -> bool {
         self == Dialect::V2_9
     }
+
+    /// Whether `String#to_json_raw_object`'s "raw" key is UTF-8 (2.9) rather than
+    /// binary (2.6's `rb_str_new2`).
+    pub fn utf8_raw_key(self) -> bool {
+        self == Dialect::V2_9
+    }
+
+    /// Whether `GeneratorMethods::String.included` also calls `super` (2.9).
+    pub fn string_included_calls_super(self) -> bool {
+        self == Dialect::V2_9
+    }
 }

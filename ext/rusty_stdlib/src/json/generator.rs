@@ -28,6 +28,7 @@ use magnus::{
 use rb_sys::{ruby_coderange_type, ruby_value_type, VALUE};
 use rusty_core::json as core;
 
+mod raw_string;
 mod state_v2_9;
 
 use super::dialect::Dialect;
@@ -1442,9 +1443,9 @@ pub fn init(ruby: &Ruby, json: RModule) -> Result<(), Error> {
     methods
         .const_get::<_, RModule>("Float")?
         .define_method("to_json", method!(float_to_json, -1))?;
-    methods
-        .const_get::<_, RModule>("String")?
-        .define_method("to_json", method!(string_to_json, -1))?;
+    let string = methods.const_get::<_, RModule>("String")?;
+    string.define_method("to_json", method!(string_to_json, -1))?;
+    raw_string::define(string)?;
     for name in ["TrueClass", "FalseClass", "NilClass"] {
         methods
             .const_get::<_, RModule>(name)?
