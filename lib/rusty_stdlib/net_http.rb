@@ -85,7 +85,7 @@ module RustyStdlib
       # put them, and status line and head are consumed at once. Otherwise each step
       # is the stdlib's.
       def read_new(sock) # :nodoc:
-        if sock.instance_of?(Net::BufferedIO)
+        if ResponseHead.buffered_io?(sock)
           # Filled until it holds a line, as readline's readuntil does (with its errors).
           sock.__send__(:rbuf_fill) while (status = Native.buffered_status_line(sock)) == false
         end
@@ -119,6 +119,10 @@ module RustyStdlib
       private
 
       def read_status_line(sock)
+        # Another kind of socket (or none, by mistake): the stdlib's method, whose errors
+        # quote its own line (error_highlight).
+        return super unless ResponseHead.buffered_io?(sock)
+
         str = ResponseHead.readline(sock)
         captures = Native.status_line(str)
         return captures if captures
@@ -127,12 +131,18 @@ module RustyStdlib
         raise Net::HTTPBadResponse, "wrong status line: #{str.dump}"
       end
 
-      # `sock.readline`; when the line is already in Net::BufferedIO's buffer, found
-      # natively and taken with the stdlib's own rbuf_consume (what readuntil does
+      # `sock.readline` of a Net::BufferedIO; when the line is already in its buffer,
+      # found natively and taken with the stdlib's own rbuf_consume (what readuntil does
       # then, without String#index's scan of the whole buffer).
       def self.readline(sock)
-        n = sock.instance_of?(Net::BufferedIO) && Native.line_end(sock)
+        n = Native.line_end(sock)
         n ? sock.__send__(:rbuf_consume, n).chop : sock.readline
+      end
+
+      # Whether `sock` is a Net::BufferedIO itself (not a subclass): asked without
+      # calling a method of `sock` first, which any object (even a BasicObject) may lack.
+      def self.buffered_io?(sock)
+        Net::BufferedIO === sock && sock.instance_of?(Net::BufferedIO)
       end
 
       # The stdlib's loop. When the whole head is already in Net::BufferedIO's buffer
@@ -143,7 +153,7 @@ module RustyStdlib
       # each binary line is taken apart natively; other lines (from a caller's own
       # socket object) go through the stdlib's own statements.
       def each_response_header(sock)
-        if sock.instance_of?(Net::BufferedIO) && (fields = Native.header_block(sock))
+        if ResponseHead.buffered_io?(sock) && (fields = Native.header_block(sock))
           sock.__send__(:rbuf_consume, fields[0])
           i = 1
           while i < fields.size
@@ -194,7 +204,10 @@ module RustyStdlib
       private
 
       def write_header(sock, ver, path)
-        head = RequestHead.stock?(self) && Native.request_head(@method, path, ver, @header)
+        # Only into a Net::BufferedIO: a `sock` without `write` raises from the
+        # stdlib's own line then.
+        head = ResponseHead.buffered_io?(sock) && RequestHead.stock?(self) &&
+               Native.request_head(@method, path, ver, @header)
         return super unless head
 
         sock.write head
@@ -247,7 +260,7 @@ module RustyStdlib
       def read_chunked(dest, chunk_data_io) # :nodoc:
         sock = @socket
         # Through an inflater (gzip/deflate) or a socket of another class: the stdlib.
-        return super unless chunk_data_io.equal?(sock) && sock.instance_of?(Net::BufferedIO)
+        return super unless chunk_data_io.equal?(sock) && ResponseHead.buffered_io?(sock)
 
         phase = SIZE
         while (phase = Native.chunked_scan(sock, dest, phase)) != DONE

@@ -64,6 +64,12 @@ RSpec.describe "Net::HTTPGenericRequest#write_header (RustyStdlib::NetHttp :requ
     end
   end
 
+  it "raises the stdlib's errors for a socket argument that is no socket" do
+    [nil, BasicObject.new, Object.new].each do |sock|
+      expect_codec_parity { request(Net::HTTP::Get, "/", "a-b" => "c").exec(sock, "1.1", "/") }
+    end
+  end
+
   it "leaves requests with their own each_capitalized or capitalize to the stdlib" do
     req = request(Net::HTTP::Get, "/", "a-b" => "c")
     def req.each_capitalized
