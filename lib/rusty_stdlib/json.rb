@@ -106,7 +106,7 @@ module RustyStdlib
     # a source that is not a String, a warning to print.
     module PlainParse
       def parse(source, opts = nil)
-        if opts.nil? && ::JSON::Parser.equal?(Parser)
+        if nil.equal?(opts) && ::JSON::Parser.equal?(Parser)
           result = Parser.try_parse(source)
           return result unless result.equal?(Parser)
         end

@@ -103,7 +103,7 @@ module RustyStdlib
 
       # Ours, callable whether or not installed.
       def load(source, proc = nil, freeze: false)
-        if proc.nil?
+        if nil.equal?(proc)
           result = native_load(source, freeze, FALLBACK)
           return result unless FALLBACK.equal?(result)
 
@@ -191,7 +191,7 @@ module RustyStdlib
       end
 
       def load(source, proc = nil, freeze: false)
-        if proc.nil?
+        if nil.equal?(proc)
           result = RustyStdlib::Marshal.native_load(source, freeze, FALLBACK)
           return result unless FALLBACK.equal?(result)
 
@@ -207,7 +207,7 @@ module RustyStdlib
       end
 
       def restore(source, proc = nil, freeze: false)
-        if proc.nil?
+        if nil.equal?(proc)
           result = RustyStdlib::Marshal.native_load(source, freeze, FALLBACK)
           return result unless FALLBACK.equal?(result)
 

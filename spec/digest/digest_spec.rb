@@ -187,7 +187,8 @@ RSpec.describe "Digest parity" do
     end
 
     it "raises what the stdlib raises" do
-      [[1], [255], ["256"], [nil], [256, 1]].each do |args|
+      inspect_raises = Class.new { def inspect = raise(NameError, "no inspect") }
+      [[1], [255], ["256"], [nil], [256, 1], [BasicObject.new], [inspect_raises.new], ["\u00e9"]].each do |args|
         parity { |k| k.new(*args) }
       end
       parity { |k| k.new.update(nil) }

@@ -283,6 +283,15 @@ RSpec.describe "RustyStdlib::JSON::Parser" do
       expect_parity(JSONParity::STDLIB, JSONParity::OURS) do |parser|
         JSONParity.observe { parser.new("[1]", nil).parse }
       end
+      # Options that are no Hash (even without #nil?) reach the gem's own conversion. The
+      # gem's JSON.parse is the method below our PlainParse.
+      gem_parse = JSON.method(:parse).super_method
+      [BasicObject.new, 5, false].each do |opts|
+        expect_parity(JSONParity::STDLIB, JSONParity::OURS) do |parser|
+          parse = parser.equal?(JSONParity::STDLIB) ? gem_parse : JSON.method(:parse)
+          JSONParity.observe { JSONParity.with_parser(parser) { parse.call("[1]", opts) } }
+        end
+      end
       expect_parity(JSONParity::STDLIB, JSONParity::OURS) do |parser|
         JSONParity.observe { parser.new("[1]").tap { |p| p.send(:initialize, "[2]") } }
       end

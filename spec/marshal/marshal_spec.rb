@@ -1063,6 +1063,10 @@ RSpec.describe "RustyStdlib::Marshal" do
         expect_parity(ours.stdlib_method(name), Marshal.method(name)) { |m| m.call(*args) }
       end
       expect_parity(ours.stdlib_method(:load), Marshal.method(:load)) { |m| m.call("x", nil, foo: 1) }
+      # A proc without #nil? (a BasicObject): the stdlib's NoMethodError for #call.
+      [BasicObject.new, 5].each do |proc|
+        expect_parity(ours.stdlib_method(:load), Marshal.method(:load)) { |m| m.call("\x04\b[\x06i\x06".b, proc) }
+      end
     end
 
     it "keeps the stdlib reachable" do

@@ -53,10 +53,28 @@ fn initialize(ruby: &Ruby, rb_self: Obj<DigestObject>, args: &[Value]) -> Result
     let bitlen = args.optional.0.unwrap_or_else(|| ruby.into_value(256));
     match algorithm_for(bitlen)? {
         Some(algorithm) => rb_self.restart(algorithm),
-        None => Err(Error::new(
+        None => Err(stdlib_error(ruby, bitlen)),
+    }
+}
+
+/// The stdlib's error for an unsupported `bitlen`, raised by its own initialize: its
+/// message is `"unsupported bit length: %s" % bitlen.inspect`, and an `inspect` that
+/// raises (a BasicObject has none) raises from the stdlib's line, which a NoMethodError's
+/// message quotes (error_highlight).
+fn stdlib_error(ruby: &Ruby, bitlen: Value) -> Error {
+    let stdlib = || -> Result<Value, Error> {
+        let ours: RModule = ruby.class_object().const_get("RustyStdlib")?;
+        let digest: RModule = ours.const_get("Digest")?;
+        let class: Value = digest.funcall("stdlib", (ruby.to_symbol("SHA2"),))?;
+        class.funcall("new", (bitlen,))
+    };
+    match stdlib() {
+        Err(error) => error,
+        // Only if its `case` took a value ours did not (a `===` that changed its mind).
+        Ok(_) => Error::new(
             ruby.exception_arg_error(),
             format!("unsupported bit length: {}", bitlen.inspect()),
-        )),
+        ),
     }
 }
 
