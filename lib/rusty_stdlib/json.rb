@@ -1,6 +1,7 @@
 # frozen_string_literal: true
 
 require_relative "activation"
+require_relative "singleton_swap"
 
 module RustyStdlib
   # JSON parsing on Rust: RustyStdlib::JSON::Parser replaces JSON::Ext::Parser through
@@ -21,8 +22,11 @@ module RustyStdlib
   # reachable as RustyStdlib::JSON.stdlib_parser.
   #
   # The option-less JSON.parse(source) and JSON.generate(obj), the commonest calls, skip
-  # making a Parser or State object (PlainParse below, and the native PlainGenerate), and otherwise run
-  # the gem's own JSON.parse / JSON.generate.
+  # making a Parser or State object (PlainParse below, and the native PlainGenerate), and
+  # otherwise run the gem's own JSON.parse / JSON.generate. They are swapped in for the
+  # gem's in JSON's singleton class (SingletonSwap: an app's own wrappers, made before
+  # or after, wrap them), and only where JSON.parse / JSON.generate are still the gem's
+  # (not after Oj.mimic_JSON, say, which replaces them).
   module JSON
     # json gem versions whose parser spec/json proves we match (Ruby 3.1 ships 2.6.1,
     # Ruby 3.3 Debian's ruby-json 2.9.1).
@@ -87,12 +91,23 @@ module RustyStdlib
 
       def install!
         ::JSON.parser = parser
-        ::JSON.singleton_class.prepend(PlainParse)
+        swap_plain(:parse, PlainParse)
         return if generator_unsupported_reason
 
         ::JSON.generator = generator
-        ::JSON.singleton_class.prepend(PlainGenerate)
+        swap_plain(:generate, PlainGenerate)
         @generator_installed = true
+      end
+
+      # Whether JSON.parse / JSON.generate (`name`) take our option-less fast path.
+      def plain?(name)
+        SingletonSwap.swapped?(::JSON, name)
+      end
+
+      private
+
+      def swap_plain(name, source)
+        SingletonSwap.swap(::JSON, name, source) if SingletonSwap.stock?(::JSON, name, "/json/common.rb")
       end
     end
   end
@@ -103,14 +118,25 @@ module RustyStdlib
     # `JSON.parse(source)` with no options is `Parser.new(source).parse` in the gem; while
     # our Parser is JSON::Parser, Parser.try_parse does the same without making the
     # Parser object, and gives Parser itself (nothing done) where the gem's way must run:
-    # a source that is not a String, a warning to print.
+    # a source that is not a String, a warning to print. Swapped in for the gem's
+    # JSON.parse, which stays as JSON's private __rusty_stdlib_stdlib_parse.
     module PlainParse
-      def parse(source, opts = nil)
+      NOT_GIVEN = Object.new.freeze
+      private_constant :NOT_GIVEN
+
+      def parse(source, opts = NOT_GIVEN)
+        if NOT_GIVEN.equal?(opts)
+          if ::JSON::Parser.equal?(Parser)
+            result = Parser.try_parse(source)
+            return result unless result.equal?(Parser)
+          end
+          return __rusty_stdlib_stdlib_parse(source)
+        end
         if nil.equal?(opts) && ::JSON::Parser.equal?(Parser)
           result = Parser.try_parse(source)
           return result unless result.equal?(Parser)
         end
-        super
+        __rusty_stdlib_stdlib_parse(source, opts)
       end
     end
 

@@ -1,6 +1,7 @@
 # frozen_string_literal: true
 
 require_relative "activation"
+require_relative "singleton_swap"
 
 module RustyStdlib
   # Marshal.dump / Marshal.load / Marshal.restore on Rust for the core types: nil, true,
@@ -13,8 +14,9 @@ module RustyStdlib
   # Strings/Arrays/Hashes/Structs/Times, compare_by_identity and ruby2_keywords Hashes,
   # Ranges, Rationals, Complexes, exceptions and Regexp/Range subclasses.
   #
-  # A module prepended to Marshal's singleton class tries the native code first; it
-  # answers only when the whole call is within what it supports, otherwise the stdlib
+  # Marshal's own dump, load and restore are swapped for ours (SingletonSwap: modules
+  # the app prepends to Marshal, before or after, still wrap them). Ours try the native
+  # code first; they answer only when the whole call is within what it supports, otherwise the stdlib
   # handles the whole call (other classes such as Data, raised exceptions' backtraces,
   # singletons with methods (on Ruby 3.1 any singleton class without a dump hook, see
   # README), objects extended with modules that have prepends,
@@ -44,21 +46,26 @@ module RustyStdlib
     # A sentinel for optional arguments that were not passed (nil means something).
     NOT_GIVEN = Object.new.freeze
     private_constant :NOT_GIVEN
+    # The methods swapped for ours, and where the stdlib defines them (nil: in C).
+    STDLIB_SOURCES = { dump: nil, load: "<internal:marshal>", restore: "<internal:marshal>" }.freeze
 
     class << self
       def unsupported_reason
         abi = RUBY_VERSION[/\A\d+\.\d+/]
-        return nil if PROVEN_RUBIES.include?(abi)
+        return "Marshal on Ruby #{abi} is not proven (#{PROVEN_RUBIES.join(', ')} are)" unless PROVEN_RUBIES.include?(abi)
 
-        "Marshal on Ruby #{abi} is not proven (#{PROVEN_RUBIES.join(', ')} are)"
+        patched = STDLIB_SOURCES.reject { |name, file| SingletonSwap.stock?(::Marshal, name, file) || installed? }
+        return nil if patched.empty?
+
+        "Marshal.#{patched.keys.join('/')} already redefined (not the stdlib's own); left as it is"
       end
 
       def install!
-        ::Marshal.singleton_class.prepend(Overrides)
+        STDLIB_SOURCES.each_key { |name| SingletonSwap.swap(::Marshal, name, Overrides) }
       end
 
       def installed?
-        ::Marshal.singleton_class.ancestors.include?(Overrides)
+        SingletonSwap.swapped?(::Marshal, :load)
       end
 
       # The stdlib's Marshal.dump, whether or not ours is installed.
@@ -82,12 +89,11 @@ module RustyStdlib
         stdlib_method(:restore).call(source, proc, freeze: freeze)
       end
 
-      # Marshal's own method `name`, below any module prepended to it. Looked up on each
-      # call (not kept in an ivar) so that it also works inside a Ractor.
+      # Marshal's own method `name` (the stdlib's, below any module prepended to
+      # Marshal). Looked up on each call (not kept in an ivar) so that it also works
+      # inside a Ractor.
       def stdlib_method(name)
-        method = ::Marshal.method(name)
-        method = method.super_method while method.owner != ::Marshal.singleton_class && method.super_method
-        method
+        SingletonSwap.stdlib_method(::Marshal, name)
       end
 
       # Ours, callable whether or not installed (the specs compare it with stdlib_dump).
@@ -176,17 +182,20 @@ module RustyStdlib
       end
     end
 
-    # Prepended to Marshal's singleton class by install!. Parameters are spelled out (no
-    # splat) so that calls reach the stdlib with the same arguments and flags.
+    # Swapped in for Marshal's own dump, load and restore by install! (so `self` is
+    # Marshal, and the stdlib's are its private __rusty_stdlib_stdlib_* aliases).
+    # Parameters are spelled out (no splat) so that calls reach the stdlib with the same
+    # arguments and flags.
     module Overrides
       def dump(obj, port = NOT_GIVEN, limit = NOT_GIVEN)
         if NOT_GIVEN.equal?(port)
-          RustyStdlib::Marshal.native_dump(obj, nil) || super(obj)
+          RustyStdlib::Marshal.native_dump(obj, nil) || __rusty_stdlib_stdlib_dump(obj)
         elsif NOT_GIVEN.equal?(limit)
           ours = RustyStdlib::Marshal
-          (Integer === port ? ours.native_dump(obj, port) : ours.native_dump_to(obj, port, nil)) || super(obj, port)
+          (Integer === port ? ours.native_dump(obj, port) : ours.native_dump_to(obj, port, nil)) ||
+            __rusty_stdlib_stdlib_dump(obj, port)
         else
-          RustyStdlib::Marshal.native_dump_to(obj, port, limit) || super(obj, port, limit)
+          RustyStdlib::Marshal.native_dump_to(obj, port, limit) || __rusty_stdlib_stdlib_dump(obj, port, limit)
         end
       end
 
@@ -203,7 +212,7 @@ module RustyStdlib
         end
         return result unless FALLBACK.equal?(result)
 
-        super(source, proc, freeze: freeze)
+        __rusty_stdlib_stdlib_load(source, proc, freeze: freeze)
       end
 
       def restore(source, proc = nil, freeze: false)
@@ -219,7 +228,7 @@ module RustyStdlib
         end
         return result unless FALLBACK.equal?(result)
 
-        super(source, proc, freeze: freeze)
+        __rusty_stdlib_stdlib_restore(source, proc, freeze: freeze)
       end
     end
   end

@@ -283,9 +283,8 @@ RSpec.describe "RustyStdlib::JSON::Parser" do
       expect_parity(JSONParity::STDLIB, JSONParity::OURS) do |parser|
         JSONParity.observe { parser.new("[1]", nil).parse }
       end
-      # Options that are no Hash (even without #nil?) reach the gem's own conversion. The
-      # gem's JSON.parse is the method below our PlainParse.
-      gem_parse = JSON.method(:parse).super_method
+      # Options that are no Hash (even without #nil?) reach the gem's own conversion.
+      gem_parse = RustyStdlib::SingletonSwap.stdlib_method(JSON, :parse)
       [BasicObject.new, 5, false].each do |opts|
         expect_parity(JSONParity::STDLIB, JSONParity::OURS) do |parser|
           parse = parser.equal?(JSONParity::STDLIB) ? gem_parse : JSON.method(:parse)

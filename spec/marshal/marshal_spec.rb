@@ -1038,7 +1038,85 @@ RSpec.describe "RustyStdlib::Marshal" do
   describe "the shim" do
     it "is installed on this Ruby and reaches the native code" do
       expect(RustyStdlib.installed).to include(:marshal)
-      expect(Marshal.singleton_class.ancestors.first).to eq(RustyStdlib::Marshal::Overrides)
+      expect(RustyStdlib::Marshal.installed?).to be(true)
+      # In Marshal's singleton class itself (see SingletonSwap), the stdlib's kept private.
+      expect(Marshal.singleton_class.ancestors.first).to eq(Marshal.singleton_class)
+      expect(Marshal.singleton_methods.sort).to eq(%i[dump load restore])
+      expect(Marshal.respond_to?(:__rusty_stdlib_stdlib_load)).to be(false)
+    end
+
+    # An app's own wrappers of Marshal.load (ActiveSupport 6.1 prepends one that retries
+    # after autoloading a missing class) wrap ours as they wrapped the stdlib's, whether
+    # they came before rusty_stdlib or after it, as prepends or as alias chains. In child
+    # processes (the wrappers stay), one per kind: an alias chain over a prepended
+    # method recurses forever, with the stdlib too.
+    MARSHAL_WRAPPERS = {
+      prepend: <<~RUBY,
+        Marshal.singleton_class.prepend(Module.new do
+          # ActiveSupport's signature: no freeze: keyword.
+          define_method(:load) do |source, proc = nil|
+            super(source, proc)
+          rescue ArgumentError => e
+            raise unless e.message == "undefined class/module Late"
+            LOG << e.message
+            Object.const_set(:Late, Struct.new(:a))
+            retry
+          end
+        end)
+      RUBY
+      alias: <<~RUBY
+        class << Marshal
+          alias_method :load_before_alias_wrapper, :load
+        end
+        Marshal.define_singleton_method(:load) do |*args, **kw|
+          LOG << :alias_wrapper
+          Object.const_set(:Late, Struct.new(:a)) unless defined?(::Late)
+          load_before_alias_wrapper(*args, **kw)
+        end
+      RUBY
+    }.freeze
+
+    { prepend: %i[before after], alias: %i[after] }.each do |kind, orders|
+      orders.each do |order|
+        it "stays inside the app's own #{kind} wrapper of Marshal.load made #{order} it" do
+          wrapper = MARSHAL_WRAPPERS.fetch(kind)
+          out, err, status = ruby_run(<<~RUBY)
+            require "stringio"
+            LOG = []
+            #{order == :before ? wrapper : ''}
+            require "rusty_stdlib"
+            #{order == :after ? wrapper : ''}
+            late = "\x04\bS:\tLate\x06:\x06ai\x06".b
+            results = [Marshal.load(late).a, Marshal.load(Marshal.dump([1, "x"])),
+                       Marshal.load(StringIO.new(Marshal.dump(:s)))]
+            print Marshal.dump([results, LOG, RustyStdlib::Marshal.installed?])
+          RUBY
+          expect(err).to eq("")
+          expect(status).to be_success
+          results, log, swapped = Marshal.load(out)
+          expect(results).to eq([1, [1, "x"], :s])
+          expected_log = kind == :prepend ? ["undefined class/module Late"] : %i[alias_wrapper] * 3
+          expect(log).to eq(expected_log)
+          expect(swapped).to be(true)
+        end
+      end
+    end
+
+    it "leaves a Marshal.load that was redefined before it to itself" do
+      out, err, status = ruby_run(<<~RUBY)
+        class << Marshal
+          alias_method :load_before_alias_wrapper, :load
+          def load(*args, **kw) = [:wrapped, load_before_alias_wrapper(*args, **kw)]
+        end
+        require "rusty_stdlib"
+        print Marshal.dump([Marshal.load(Marshal.dump(1)), RustyStdlib.status[:marshal], RustyStdlib::Marshal.installed?])
+      RUBY
+      expect(err).to eq("")
+      expect(status).to be_success
+      result, reason, swapped = Marshal.load(out)
+      expect(result).to eq([:wrapped, 1])
+      expect(reason).to eq("Marshal.load already redefined (not the stdlib's own); left as it is")
+      expect(swapped).to be(false)
     end
 
     it "routes Marshal.dump / load / restore through ours with the stdlib's results" do

@@ -686,12 +686,13 @@ fn state_id() -> rb_sys::ID {
     *STATE.get_or_init(|| unsafe { rb_sys::rb_intern(c"State".as_ptr()) })
 }
 
-/// `RustyStdlib::JSON::PlainGenerate#generate`, prepended to `JSON`'s singleton class:
+/// `RustyStdlib::JSON::PlainGenerate#generate`, swapped in for `JSON.generate` (see
+/// lib/rusty_stdlib/singleton_swap.rb):
 /// `JSON.generate(obj)` (or `JSON.generate(obj, nil)`) is `State.new.generate(obj)` in the
 /// gem (json/common.rb); while `JSON::State` is ours, [`try_generate`] writes it without
 /// the Ruby frame, the State object and `configure`. Every other call (a State or options
 /// given, the wrong number of arguments, another generator installed, user code met on
-/// the way) is the gem's `JSON.generate` through `super`, with the arguments as given.
+/// the way) is the gem's `JSON.generate`, with the arguments as given.
 fn plain_generate(ruby: &Ruby, rb_self: Value, args: &[Value]) -> Result<Value, Error> {
     let plain = match args {
         [obj] => Some(*obj),
@@ -708,9 +709,18 @@ fn plain_generate(ruby: &Ruby, rb_self: Value, args: &[Value]) -> Result<Value, 
             }
         }
     }
+    // The gem's JSON.generate, kept by the swap as a private alias.
+    let receiver = rb_self.as_raw();
     let raw = protect(|| unsafe {
         let kw = rb_sys::rb_keyword_given_p();
-        rb_sys::rb_call_super_kw(args.len() as _, args.as_ptr() as *const VALUE, kw)
+        let name = rb_sys::rb_intern(c"__rusty_stdlib_stdlib_generate".as_ptr());
+        rb_sys::rb_funcallv_kw(
+            receiver,
+            name,
+            args.len() as _,
+            args.as_ptr() as *const VALUE,
+            kw,
+        )
     })?;
     Ok(unsafe { Value::from_raw(raw) })
 }

@@ -1,0 +1,70 @@
+# frozen_string_literal: true
+
+require_relative "json_helper"
+
+# JSON.parse and JSON.generate are swapped for ours in JSON's singleton class (see
+# lib/rusty_stdlib/singleton_swap.rb), so an app's own wrappers and replacements of them
+# keep working as they did over the gem's. Each case runs in a child process (wrappers
+# stay), and its outcome is compared with the same script without rusty_stdlib.
+RSpec.describe "JSON.parse / JSON.generate under an app's wrappers" do
+  # Ruby code that wraps or replaces both methods, logging to LOG.
+  JSON_WRAPPERS = {
+    prepend: <<~RUBY,
+      JSON.singleton_class.prepend(Module.new do
+        def parse(source, opts = {}) = (LOG << :parse; super)
+        def generate(obj, opts = nil) = (LOG << :generate; super)
+      end)
+    RUBY
+    alias: <<~RUBY,
+      class << JSON
+        alias_method :parse_before_wrapper, :parse
+        alias_method :generate_before_wrapper, :generate
+        def parse(*args) = (LOG << :parse; parse_before_wrapper(*args))
+        def generate(*args) = (LOG << :generate; generate_before_wrapper(*args))
+      end
+    RUBY
+    # What Oj.mimic_JSON does: new definitions in JSON's singleton class.
+    replace: <<~RUBY
+      $VERBOSE = nil # "method redefined"
+      class << JSON
+        def parse(source, _opts = nil) = (LOG << :parse; [:replaced, source])
+        def generate(obj, _opts = nil) = (LOG << :generate; "replaced:\#{obj.size}")
+      end
+      $VERBOSE = true
+    RUBY
+  }.freeze
+
+  def script(wrapper, order, with_ours)
+    <<~RUBY
+      LOG = []
+      require "json"
+      #{order == :before ? wrapper : ''}
+      #{with_ours ? 'require "rusty_stdlib"' : ''}
+      #{order == :after ? wrapper : ''}
+      doc = { "a" => [1, 2.5, nil, "\\u2028"] }
+      results = [JSON.parse('{"a":[1]}'), JSON.parse('[1]', nil), JSON.generate(doc), JSON.generate(doc, nil),
+                 JSON.parse('[2]', symbolize_names: true)]
+      plain = defined?(RustyStdlib::JSON) ? %i[parse generate].map { |m| RustyStdlib::JSON.plain?(m) } : nil
+      print Marshal.dump([results, LOG, plain])
+    RUBY
+  end
+
+  JSON_WRAPPERS.each_key do |kind|
+    %i[before after].each do |order|
+      it "keeps a #{kind} wrapper made #{order} rusty_stdlib working as over the gem" do
+        outcomes = [true, false].map do |with_ours|
+          out, err, status = ruby_run(script(JSON_WRAPPERS.fetch(kind), order, with_ours))
+          expect(err).to eq("")
+          expect(status).to be_success
+          Marshal.load(out)
+        end
+        (results, log, plain), (stdlib_results, stdlib_log, _) = outcomes
+        expect([results, log]).to eq([stdlib_results, stdlib_log])
+        # Ours is swapped in unless the gem's methods were already redefined in JSON's
+        # singleton class (replaced, or wrapped by an alias chain).
+        expected_plain = kind != :prepend && order == :before ? [false, false] : [true, true]
+        expect(plain).to eq(expected_plain) if JSONParity.installed?
+      end
+    end
+  end
+end
