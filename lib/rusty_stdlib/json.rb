@@ -1,7 +1,7 @@
 # frozen_string_literal: true
 
 require_relative "activation"
-require_relative "singleton_swap"
+require_relative "method_swap"
 
 module RustyStdlib
   # JSON parsing on Rust: RustyStdlib::JSON::Parser replaces JSON::Ext::Parser through
@@ -24,7 +24,7 @@ module RustyStdlib
   # The option-less JSON.parse(source) and JSON.generate(obj), the commonest calls, skip
   # making a Parser or State object (PlainParse below, and the native PlainGenerate), and
   # otherwise run the gem's own JSON.parse / JSON.generate. They are swapped in for the
-  # gem's in JSON's singleton class (SingletonSwap: an app's own wrappers, made before
+  # gem's in JSON's singleton class (MethodSwap: an app's own wrappers, made before
   # or after, wrap them), and only where JSON.parse / JSON.generate are still the gem's
   # (not after Oj.mimic_JSON, say, which replaces them).
   module JSON
@@ -101,13 +101,13 @@ module RustyStdlib
 
       # Whether JSON.parse / JSON.generate (`name`) take our option-less fast path.
       def plain?(name)
-        SingletonSwap.swapped?(::JSON, name)
+        MethodSwap.swapped?(::JSON.singleton_class, name)
       end
 
       private
 
       def swap_plain(name, source)
-        SingletonSwap.swap(::JSON, name, source) if SingletonSwap.stock?(::JSON, name, "/json/common.rb")
+        MethodSwap.swap(::JSON.singleton_class, name, source) if MethodSwap.stock?(::JSON.singleton_class, name, "/json/common.rb")
       end
     end
   end

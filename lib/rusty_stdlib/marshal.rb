@@ -1,7 +1,7 @@
 # frozen_string_literal: true
 
 require_relative "activation"
-require_relative "singleton_swap"
+require_relative "method_swap"
 
 module RustyStdlib
   # Marshal.dump / Marshal.load / Marshal.restore on Rust for the core types: nil, true,
@@ -14,7 +14,7 @@ module RustyStdlib
   # Strings/Arrays/Hashes/Structs/Times, compare_by_identity and ruby2_keywords Hashes,
   # Ranges, Rationals, Complexes, exceptions and Regexp/Range subclasses.
   #
-  # Marshal's own dump, load and restore are swapped for ours (SingletonSwap: modules
+  # Marshal's own dump, load and restore are swapped for ours (MethodSwap: modules
   # the app prepends to Marshal, before or after, still wrap them). Ours try the native
   # code first; they answer only when the whole call is within what it supports, otherwise the stdlib
   # handles the whole call (other classes such as Data, raised exceptions' backtraces,
@@ -54,18 +54,18 @@ module RustyStdlib
         abi = RUBY_VERSION[/\A\d+\.\d+/]
         return "Marshal on Ruby #{abi} is not proven (#{PROVEN_RUBIES.join(', ')} are)" unless PROVEN_RUBIES.include?(abi)
 
-        patched = STDLIB_SOURCES.reject { |name, file| SingletonSwap.stock?(::Marshal, name, file) || installed? }
+        patched = STDLIB_SOURCES.reject { |name, file| MethodSwap.stock?(::Marshal.singleton_class, name, file) || installed? }
         return nil if patched.empty?
 
         "Marshal.#{patched.keys.join('/')} already redefined (not the stdlib's own); left as it is"
       end
 
       def install!
-        STDLIB_SOURCES.each_key { |name| SingletonSwap.swap(::Marshal, name, Overrides) }
+        STDLIB_SOURCES.each_key { |name| MethodSwap.swap(::Marshal.singleton_class, name, Overrides) }
       end
 
       def installed?
-        SingletonSwap.swapped?(::Marshal, :load)
+        MethodSwap.swapped?(::Marshal.singleton_class, :load)
       end
 
       # The stdlib's Marshal.dump, whether or not ours is installed.
@@ -93,7 +93,7 @@ module RustyStdlib
       # Marshal). Looked up on each call (not kept in an ivar) so that it also works
       # inside a Ractor.
       def stdlib_method(name)
-        SingletonSwap.stdlib_method(::Marshal, name)
+        MethodSwap.stdlib_method(::Marshal.singleton_class, name).bind(::Marshal)
       end
 
       # Ours, callable whether or not installed (the specs compare it with stdlib_dump).

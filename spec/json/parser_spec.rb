@@ -284,7 +284,7 @@ RSpec.describe "RustyStdlib::JSON::Parser" do
         JSONParity.observe { parser.new("[1]", nil).parse }
       end
       # Options that are no Hash (even without #nil?) reach the gem's own conversion.
-      gem_parse = RustyStdlib::SingletonSwap.stdlib_method(JSON, :parse)
+      gem_parse = RustyStdlib::MethodSwap.stdlib_method(JSON.singleton_class, :parse).bind(JSON)
       [BasicObject.new, 5, false].each do |opts|
         expect_parity(JSONParity::STDLIB, JSONParity::OURS) do |parser|
           parse = parser.equal?(JSONParity::STDLIB) ? gem_parse : JSON.method(:parse)

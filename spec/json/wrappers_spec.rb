@@ -3,7 +3,7 @@
 require_relative "json_helper"
 
 # JSON.parse and JSON.generate are swapped for ours in JSON's singleton class (see
-# lib/rusty_stdlib/singleton_swap.rb), so an app's own wrappers and replacements of them
+# lib/rusty_stdlib/method_swap.rb), so an app's own wrappers and replacements of them
 # keep working as they did over the gem's. Each case runs in a child process (wrappers
 # stay), and its outcome is compared with the same script without rusty_stdlib.
 RSpec.describe "JSON.parse / JSON.generate under an app's wrappers" do

@@ -1039,7 +1039,7 @@ RSpec.describe "RustyStdlib::Marshal" do
     it "is installed on this Ruby and reaches the native code" do
       expect(RustyStdlib.installed).to include(:marshal)
       expect(RustyStdlib::Marshal.installed?).to be(true)
-      # In Marshal's singleton class itself (see SingletonSwap), the stdlib's kept private.
+      # In Marshal's singleton class itself (see MethodSwap), the stdlib's kept private.
       expect(Marshal.singleton_class.ancestors.first).to eq(Marshal.singleton_class)
       expect(Marshal.singleton_methods.sort).to eq(%i[dump load restore])
       expect(Marshal.respond_to?(:__rusty_stdlib_stdlib_load)).to be(false)

@@ -687,7 +687,7 @@ fn state_id() -> rb_sys::ID {
 }
 
 /// `RustyStdlib::JSON::PlainGenerate#generate`, swapped in for `JSON.generate` (see
-/// lib/rusty_stdlib/singleton_swap.rb):
+/// lib/rusty_stdlib/method_swap.rb):
 /// `JSON.generate(obj)` (or `JSON.generate(obj, nil)`) is `State.new.generate(obj)` in the
 /// gem (json/common.rb); while `JSON::State` is ours, [`try_generate`] writes it without
 /// the Ruby frame, the State object and `configure`. Every other call (a State or options
