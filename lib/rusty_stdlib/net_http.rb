@@ -1,6 +1,7 @@
 # frozen_string_literal: true
 
 require_relative "activation"
+require_relative "method_swap"
 
 module RustyStdlib
   # Net::HTTP's message codec and URI's form codec on Rust, installed piece by piece:
@@ -20,11 +21,13 @@ module RustyStdlib
   #   debug output and read_body's block stay the stdlib's, in the same order; and
   #   #read_body_0, which goes to read_chunked directly for an undecoded chunked body.
   #
-  # Each piece is a module prepended at the stdlib methods. Its methods ask the native
-  # fast path first; that returns nil for arguments it does not take (decided before
-  # anything observable happens), and the stdlib method (super) runs instead. A piece is
-  # installed only on stdlib versions spec/net_http proves, and only where the stdlib
-  # method is still the stdlib's own (nobody patched it first).
+  # Each piece is a module whose methods replace the stdlib's in the class or module that
+  # defines them (MethodSwap: an app's own prepends, alias chains and redefinitions keep
+  # working, before or after). They ask the native fast path first; that returns nil for
+  # arguments it does not take (decided before anything observable happens), and the
+  # stdlib's method, kept as a private __rusty_stdlib_stdlib_* alias, runs instead. A
+  # piece is installed only on stdlib versions spec/net_http proves, and only where the
+  # stdlib method is still the stdlib's own (nobody redefined it first).
   #
   # Lazy install: requiring this file loads neither net/http nor uri (about 30 ms of
   # boot). Pieces whose stdlib is already loaded go in at once; the rest go in when the
@@ -34,7 +37,8 @@ module RustyStdlib
   # or installs on require"; NetHttp.pieces / piece_status tell what is in place now.
   #
   # The stdlib stays reachable: RustyStdlib::NetHttp.stdlib { ... } runs the block with
-  # every installed piece taken out (for specs and comparisons; not thread-safe).
+  # the stdlib's methods back in place of every installed piece (for specs and
+  # comparisons; not thread-safe).
   module NetHttp
     # Stdlib versions whose behaviour spec/net_http proves each piece matches.
     PROVEN = {
@@ -45,22 +49,32 @@ module RustyStdlib
       chunked_body: { "Net::HTTP::VERSION" => %w[0.2.0 0.4.1] },
     }.freeze
 
-    # URI's form codec.
+    # URI's form codec (the stdlib's defaults, passed on to it as given or defaulted).
     module URIForm
       def encode_www_form_component(str, enc = nil)
-        Native.encode_www_form_component(str, enc) || super
+        Native.encode_www_form_component(str, enc) || __rusty_stdlib_stdlib_encode_www_form_component(str, enc)
       end
 
+      # The stdlib's calls encode_www_form_component for every key and value: only while
+      # that is ours (not an app's replacement or wrapper) can the native code skip them.
       def encode_www_form(enum, enc = nil)
-        Native.encode_www_form(enum, enc) || super
+        (URIForm.component_ours?(self) && Native.encode_www_form(enum, enc)) ||
+          __rusty_stdlib_stdlib_encode_www_form(enum, enc)
       end
 
       def decode_www_form_component(str, enc = Encoding::UTF_8)
-        Native.decode_www_form_component(str, enc) || super
+        Native.decode_www_form_component(str, enc) || __rusty_stdlib_stdlib_decode_www_form_component(str, enc)
+      end
+
+      # Asked by asking for the method (works in any Ractor).
+      def self.component_ours?(uri)
+        uri.method(:encode_www_form_component).source_location&.first == __FILE__
       end
 
       def decode_www_form(str, enc = Encoding::UTF_8, separator: "&", use__charset_: false, isindex: false)
-        (!use__charset_ && Native.decode_www_form(str, enc, separator, isindex)) || super
+        (!use__charset_ && Native.decode_www_form(str, enc, separator, isindex)) ||
+          __rusty_stdlib_stdlib_decode_www_form(str, enc, separator: separator, use__charset_: use__charset_,
+                                                          isindex: isindex)
       end
     end
 
@@ -68,7 +82,7 @@ module RustyStdlib
     # #each_capitalized, both defined by the native extension
     # (ext/rusty_stdlib/src/net_http/header.rs): capitalize answers exact ASCII Strings
     # itself, each_capitalized walks an exact Hash @header calling capitalize and
-    # joining values as the stdlib does; everything else goes to super.
+    # joining values as the stdlib does; everything else goes to the stdlib's method.
     module HeaderNames
     end
 
@@ -85,7 +99,7 @@ module RustyStdlib
       # put them, and status line and head are consumed at once. Otherwise each step
       # is the stdlib's.
       def read_new(sock) # :nodoc:
-        if ResponseHead.buffered_io?(sock)
+        if ResponseHead.buffered_io?(sock) && ResponseHead.readers_ours?(self)
           # Filled until it holds a line, as readline's readuntil does (with its errors).
           sock.__send__(:rbuf_fill) while (status = Native.buffered_status_line(sock)) == false
         end
@@ -121,12 +135,12 @@ module RustyStdlib
       def read_status_line(sock)
         # Another kind of socket (or none, by mistake): the stdlib's method, whose errors
         # quote its own line (error_highlight).
-        return super unless ResponseHead.buffered_io?(sock)
+        return __rusty_stdlib_stdlib_read_status_line(sock) unless ResponseHead.buffered_io?(sock)
 
         str = ResponseHead.readline(sock)
         captures = Native.status_line(str)
         return captures if captures
-        return super(OneLine.new(str)) if captures.nil? # not binary: the stdlib's regexp
+        return __rusty_stdlib_stdlib_read_status_line(OneLine.new(str)) if captures.nil? # not binary: the stdlib's regexp
 
         raise Net::HTTPBadResponse, "wrong status line: #{str.dump}"
       end
@@ -137,6 +151,19 @@ module RustyStdlib
       def self.readline(sock)
         n = Native.line_end(sock)
         n ? sock.__send__(:rbuf_consume, n).chop : sock.readline
+      end
+
+      # The stdlib's read_new calls these; the buffered path skips them, so only while
+      # they are ours (not an app's replacements or wrappers).
+      READERS = %i[read_status_line each_response_header].freeze
+
+      # Whether `klass` (Net::HTTPResponse, or a subclass read_new was called on) reaches
+      # our READERS: natively where this Ruby can tell, else by asking for the methods.
+      def self.readers_ours?(klass)
+        known = Native.stock?(klass, READERS)
+        return known unless known.nil?
+
+        READERS.all? { |name| klass.method(name).source_location&.first == __FILE__ }
       end
 
       # Whether `sock` is a Net::BufferedIO itself (not a subclass): asked without
@@ -208,7 +235,7 @@ module RustyStdlib
         # stdlib's own line then.
         head = ResponseHead.buffered_io?(sock) && RequestHead.stock?(self) &&
                Native.request_head(@method, path, ver, @header)
-        return super unless head
+        return __rusty_stdlib_stdlib_write_header(sock, ver, path) unless head
 
         sock.write head
       end
@@ -216,13 +243,14 @@ module RustyStdlib
       # Object#method (requests define their own #method, the HTTP verb).
       METHOD = ::Kernel.instance_method(:method)
 
-      # Whether `request` builds its head with the stock each_capitalized / capitalize.
+      # Whether `request` builds its head with our each_capitalized / capitalize: Net::HTTPHeader's,
+      # native (the stdlib's and anyone's redefinition there are Ruby methods).
       def self.stock?(request)
-        # The owners of the header methods write_header relies on, as the stdlib (or we)
-        # define them (looked up here: net/http may load after this file).
-        owners = (@stock_owners ||= [Net::HTTPHeader, HeaderNames].freeze)
-        owners.include?(METHOD.bind_call(request, :each_capitalized).owner) &&
-          owners.include?(METHOD.bind_call(request, :capitalize).owner)
+        ours?(METHOD.bind_call(request, :each_capitalized)) && ours?(METHOD.bind_call(request, :capitalize))
+      end
+
+      def self.ours?(method)
+        method.owner.equal?(Net::HTTPHeader) && method.source_location.nil?
       end
     end
 
@@ -251,7 +279,7 @@ module RustyStdlib
       # ext/rusty_stdlib/src/net_http/body.rs): read_chunked straight away, as the
       # inflater's block does. Everything else: the stdlib's.
       def read_body_0(dest) # :nodoc:
-        return super unless (!Net::HTTP::HAVE_ZLIB || !@decode_content) && Native.plain_chunked(self)
+        return __rusty_stdlib_stdlib_read_body_0(dest) unless (!Net::HTTP::HAVE_ZLIB || !@decode_content) && Native.plain_chunked(self)
 
         read_chunked dest, @socket
         nil
@@ -260,7 +288,7 @@ module RustyStdlib
       def read_chunked(dest, chunk_data_io) # :nodoc:
         sock = @socket
         # Through an inflater (gzip/deflate) or a socket of another class: the stdlib.
-        return super unless chunk_data_io.equal?(sock) && ResponseHead.buffered_io?(sock)
+        return __rusty_stdlib_stdlib_read_chunked(dest, chunk_data_io) unless chunk_data_io.equal?(sock) && ResponseHead.buffered_io?(sock)
 
         phase = SIZE
         while (phase = Native.chunked_scan(sock, dest, phase)) != DONE
@@ -293,7 +321,8 @@ module RustyStdlib
       end
     end
 
-    # Where each piece goes: [piece, prepended module, target, stdlib source file].
+    # Where each piece goes: [piece, module of our methods, the class or module whose own
+    # methods they replace, stdlib source file].
     SEAMS = [
       [:uri_form, URIForm, -> { URI.singleton_class }, "uri/common.rb"],
       [:header_names, HeaderNames, -> { Net::HTTPHeader }, "net/http/header.rb"],
@@ -329,19 +358,12 @@ module RustyStdlib
       end
     end
 
-    # Kernel#require (private, as Kernel's own).
+    # Kernel#require (private, as Kernel's own), swapped in for whatever Kernel#require
+    # is (RubyGems', or another wrapper's): a later alias chain (Zeitwerk, Bootsnap)
+    # wraps it as it would have wrapped that.
     module RequireHook
-      private
-
       def require(path)
-        RequireWatch.around(path) { super }
-      end
-    end
-
-    # Kernel.require, Kernel's public singleton copy, which Kernel#require's watch misses.
-    module KernelRequireHook
-      def require(path)
-        RequireWatch.around(path) { super }
+        RequireWatch.around(path) { __rusty_stdlib_stdlib_require(path) }
       end
     end
 
@@ -390,8 +412,8 @@ module RustyStdlib
           target = target_proc.call
           next if refusal(piece, mod, target, file)
 
-          target.prepend(mod)
-          @pieces[piece] = mod
+          methods_of(mod).each { |name| MethodSwap.swap(target, name, mod) }
+          @pieces[piece] = [mod, target]
         end
         remember_stock_methods
         watch_requires unless @pieces.size == SEAMS.size
@@ -405,11 +427,10 @@ module RustyStdlib
       end
 
       # Runs the block with the stdlib's own methods in place of every installed piece.
-      def stdlib
-        saved = @pieces.values.to_h { |mod| [mod, take_out(mod)] }
-        yield
-      ensure
-        saved&.each { |mod, methods| put_back(mod, methods) }
+      def stdlib(&block)
+        @pieces.values.reverse.inject(block) do |inner, (mod, target)|
+          -> { MethodSwap.with_stdlib(target, methods_of(mod), &inner) }
+        end.call
       end
 
       private
@@ -430,20 +451,22 @@ module RustyStdlib
           method.owner == Net::HTTPHeader && method.source_location&.first.to_s.end_with?("/net/http/header.rb")
         end
         @stock_methods_known = stock && Native.remember_stock(probe, fields)
-        body = { inflater: [Net::HTTPResponse, "response.rb"], chunked?: [Net::HTTPHeader, "header.rb"],
-                 "[]": [Net::HTTPHeader, "header.rb"], read_chunked: [ChunkedBody, nil] }
+        body = { inflater: [Net::HTTPResponse, "/net/http/response.rb"], chunked?: [Net::HTTPHeader, "/net/http/header.rb"],
+                 "[]": [Net::HTTPHeader, "/net/http/header.rb"], read_chunked: [Net::HTTPResponse, __FILE__] }
         body_stock = body.all? do |name, (owner, file)|
           method = Net::HTTPResponse.instance_method(name)
-          method.owner == owner && (file.nil? || method.source_location&.first.to_s.end_with?("/net/http/#{file}"))
+          method.owner == owner && method.source_location&.first.to_s.end_with?(file)
         end
         Native.remember_stock(Net::HTTPResponse, body.keys) if body_stock
+        Native.remember_stock(Net::HTTPResponse.singleton_class, ResponseHead::READERS) if @pieces.key?(:response_head)
       end
 
       def watch_requires
         return if @watching
 
-        ::Kernel.prepend(RequireHook)
-        ::Kernel.singleton_class.prepend(KernelRequireHook)
+        MethodSwap.swap(::Kernel, :require, RequireHook)
+        # Kernel.require, Kernel's public singleton copy, which Kernel#require's watch misses.
+        MethodSwap.swap(::Kernel.singleton_class, :require, RequireHook)
         @watching = true
       end
 
@@ -486,37 +509,23 @@ module RustyStdlib
           version = Object.const_get(constant)
           return "#{constant} #{version} is not proven for #{piece} (#{versions.join(', ')} are)" unless versions.include?(version)
         end
-        return nil if target.ancestors.include?(mod)
+        return nil if @pieces[piece]&.last.equal?(target)
 
-        patched = mod.instance_methods(false) + mod.private_instance_methods(false)
-        patched.each do |name|
+        methods_of(mod).each do |name|
           unless target.method_defined?(name) || target.private_method_defined?(name)
             return "#{target}##{name} is not the stdlib's (not defined)"
           end
+          next if MethodSwap.stock?(target, name, "/#{file}")
 
-          method = target.instance_method(name)
-          path = method.source_location&.first.to_s
-          next if method.owner == target && path.end_with?("/#{file}")
-
-          return "#{target}##{name} is not the stdlib's (#{method.owner}, #{path})"
+          method = MethodSwap.own_method(target, name)
+          return "#{target}##{name} is not the stdlib's (#{method.owner}, #{method.source_location&.first})"
         end
         nil
       end
 
-      def take_out(mod)
-        (mod.instance_methods(false) + mod.private_instance_methods(false)).map do |name|
-          method = mod.instance_method(name)
-          private = mod.private_method_defined?(name)
-          mod.send(:remove_method, name)
-          [name, method, private]
-        end
-      end
-
-      def put_back(mod, methods)
-        methods.each do |name, method, private|
-          mod.send(:define_method, name, method)
-          mod.send(:private, name) if private
-        end
+      # The methods a piece module replaces: all its own, public or private.
+      def methods_of(mod)
+        mod.instance_methods(false) + mod.private_instance_methods(false)
       end
     end
   end

@@ -21,12 +21,14 @@ RSpec.describe "URI form codec (RustyStdlib::NetHttp :uri_form)" do
   strings += ["é".encode("ISO-8859-1"), "\u3042".encode("Shift_JIS"), "\u3042".encode("EUC-JP"),
               "plain".freeze, +"mutable"]
 
-  it "installs on URI's singleton class and keeps the stdlib reachable" do
-    expect(URI.method(:encode_www_form).owner).to eq(RustyStdlib::NetHttp::URIForm)
+  it "installs in URI's singleton class and keeps the stdlib reachable" do
+    source = ->(name) { URI.method(name).source_location.first }
+    expect(URI.method(:encode_www_form).owner).to eq(URI.singleton_class)
+    expect(source.call(:encode_www_form)).to end_with("/rusty_stdlib/net_http.rb")
     RustyStdlib::NetHttp.stdlib do
-      expect(URI.method(:encode_www_form).owner).to eq(URI.singleton_class)
+      expect(source.call(:encode_www_form)).to end_with("/uri/common.rb")
     end
-    expect(URI.method(:decode_www_form).owner).to eq(RustyStdlib::NetHttp::URIForm)
+    expect(source.call(:decode_www_form)).to end_with("/rusty_stdlib/net_http.rb")
   end
 
   describe ".encode_www_form_component" do

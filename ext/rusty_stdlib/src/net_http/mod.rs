@@ -49,6 +49,7 @@ pub fn init(ruby: &Ruby, root: RModule) -> Result<(), Error> {
     native.define_singleton_method("read_head_fields", function!(buffer::read_head_fields, 4))?;
     native.define_singleton_method("chunked_scan", function!(chunked::chunked_scan, 3))?;
     native.define_singleton_method("remember_stock", function!(methods::remember, 2))?;
+    native.define_singleton_method("stock?", function!(methods::stock_query, 2))?;
     native.define_singleton_method("plain_chunked", function!(body::plain_chunked, 1))?;
     native.define_singleton_method("chunk_size", function!(response::chunk_size, 1))?;
     Ok(())
