@@ -107,7 +107,8 @@ module RustyStdlib
       private
 
       def swap_plain(name, source)
-        MethodSwap.swap(::JSON.singleton_class, name, source) if MethodSwap.stock?(::JSON.singleton_class, name, "/json/common.rb")
+        owner = ::JSON.singleton_class
+        MethodSwap.swap(owner, name, source) if MethodSwap.stock?(owner, name, "/json/common.rb")
       end
     end
   end

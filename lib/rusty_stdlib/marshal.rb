@@ -52,9 +52,12 @@ module RustyStdlib
     class << self
       def unsupported_reason
         abi = RUBY_VERSION[/\A\d+\.\d+/]
-        return "Marshal on Ruby #{abi} is not proven (#{PROVEN_RUBIES.join(', ')} are)" unless PROVEN_RUBIES.include?(abi)
+        unless PROVEN_RUBIES.include?(abi)
+          return "Marshal on Ruby #{abi} is not proven (#{PROVEN_RUBIES.join(', ')} are)"
+        end
+        return nil if installed?
 
-        patched = STDLIB_SOURCES.reject { |name, file| MethodSwap.stock?(::Marshal.singleton_class, name, file) || installed? }
+        patched = STDLIB_SOURCES.reject { |name, file| MethodSwap.stock?(::Marshal.singleton_class, name, file) }
         return nil if patched.empty?
 
         "Marshal.#{patched.keys.join('/')} already redefined (not the stdlib's own); left as it is"

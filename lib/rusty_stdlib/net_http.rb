@@ -140,7 +140,8 @@ module RustyStdlib
         str = ResponseHead.readline(sock)
         captures = Native.status_line(str)
         return captures if captures
-        return __rusty_stdlib_stdlib_read_status_line(OneLine.new(str)) if captures.nil? # not binary: the stdlib's regexp
+        # Not binary: the stdlib's regexp.
+        return __rusty_stdlib_stdlib_read_status_line(OneLine.new(str)) if captures.nil?
 
         raise Net::HTTPBadResponse, "wrong status line: #{str.dump}"
       end
@@ -243,8 +244,8 @@ module RustyStdlib
       # Object#method (requests define their own #method, the HTTP verb).
       METHOD = ::Kernel.instance_method(:method)
 
-      # Whether `request` builds its head with our each_capitalized / capitalize: Net::HTTPHeader's,
-      # native (the stdlib's and anyone's redefinition there are Ruby methods).
+      # Whether `request` builds its head with our each_capitalized / capitalize:
+      # Net::HTTPHeader's, native (the stdlib's and anyone's redefinition are Ruby methods).
       def self.stock?(request)
         ours?(METHOD.bind_call(request, :each_capitalized)) && ours?(METHOD.bind_call(request, :capitalize))
       end
@@ -279,7 +280,8 @@ module RustyStdlib
       # ext/rusty_stdlib/src/net_http/body.rs): read_chunked straight away, as the
       # inflater's block does. Everything else: the stdlib's.
       def read_body_0(dest) # :nodoc:
-        return __rusty_stdlib_stdlib_read_body_0(dest) unless (!Net::HTTP::HAVE_ZLIB || !@decode_content) && Native.plain_chunked(self)
+        plain = (!Net::HTTP::HAVE_ZLIB || !@decode_content) && Native.plain_chunked(self)
+        return __rusty_stdlib_stdlib_read_body_0(dest) unless plain
 
         read_chunked dest, @socket
         nil
@@ -288,7 +290,9 @@ module RustyStdlib
       def read_chunked(dest, chunk_data_io) # :nodoc:
         sock = @socket
         # Through an inflater (gzip/deflate) or a socket of another class: the stdlib.
-        return __rusty_stdlib_stdlib_read_chunked(dest, chunk_data_io) unless chunk_data_io.equal?(sock) && ResponseHead.buffered_io?(sock)
+        unless chunk_data_io.equal?(sock) && ResponseHead.buffered_io?(sock)
+          return __rusty_stdlib_stdlib_read_chunked(dest, chunk_data_io)
+        end
 
         phase = SIZE
         while (phase = Native.chunked_scan(sock, dest, phase)) != DONE
@@ -451,8 +455,10 @@ module RustyStdlib
           method.owner == Net::HTTPHeader && method.source_location&.first.to_s.end_with?("/net/http/header.rb")
         end
         @stock_methods_known = stock && Native.remember_stock(probe, fields)
-        body = { inflater: [Net::HTTPResponse, "/net/http/response.rb"], chunked?: [Net::HTTPHeader, "/net/http/header.rb"],
-                 "[]": [Net::HTTPHeader, "/net/http/header.rb"], read_chunked: [Net::HTTPResponse, __FILE__] }
+        body = { inflater: [Net::HTTPResponse, "/net/http/response.rb"],
+                 chunked?: [Net::HTTPHeader, "/net/http/header.rb"],
+                 "[]": [Net::HTTPHeader, "/net/http/header.rb"],
+                 read_chunked: [Net::HTTPResponse, __FILE__] } # ours, swapped in
         body_stock = body.all? do |name, (owner, file)|
           method = Net::HTTPResponse.instance_method(name)
           method.owner == owner && method.source_location&.first.to_s.end_with?(file)
