@@ -126,18 +126,12 @@ module RustyStdlib
       private_constant :NOT_GIVEN
 
       def parse(source, opts = NOT_GIVEN)
-        if NOT_GIVEN.equal?(opts)
-          if ::JSON::Parser.equal?(Parser)
-            result = Parser.try_parse(source)
-            return result unless result.equal?(Parser)
-          end
-          return __rusty_stdlib_stdlib_parse(source)
-        end
-        if nil.equal?(opts) && ::JSON::Parser.equal?(Parser)
+        given = !NOT_GIVEN.equal?(opts)
+        if (!given || nil.equal?(opts)) && ::JSON::Parser.equal?(Parser)
           result = Parser.try_parse(source)
           return result unless result.equal?(Parser)
         end
-        __rusty_stdlib_stdlib_parse(source, opts)
+        given ? __rusty_stdlib_stdlib_parse(source, opts) : __rusty_stdlib_stdlib_parse(source)
       end
     end
 

@@ -54,10 +54,8 @@ module RustyStdlib
       visibility = visibility(owner, name)
       # Not alias_method: that would resolve `name` through modules prepended to `owner`
       # and keep the first one's method.
-      owner.define_method(stdlib_name(name), own_method(owner, name))
-      owner.send(:private, stdlib_name(name))
-      owner.define_method(name, source.instance_method(name))
-      owner.send(visibility, name)
+      put(owner, stdlib_name(name), own_method(owner, name), :private)
+      put(owner, name, source.instance_method(name), visibility)
     end
 
     # The replaced `name` of `owner`, as an UnboundMethod (the current one if not swapped).
@@ -65,14 +63,17 @@ module RustyStdlib
       swapped?(owner, name) ? owner.instance_method(stdlib_name(name)) : own_method(owner, name)
     end
 
-    # Runs the block with the stdlib's `names` back in `owner` (specs compare the two).
-    def with_stdlib(owner, names)
-      swapped = names.select { |name| swapped?(owner, name) }
-      ours = swapped.to_h { |name| [name, [own_method(owner, name), visibility(owner, name)]] }
-      swapped.each { |name| put(owner, name, owner.instance_method(stdlib_name(name)), ours[name][1]) }
+    # Runs the block with the stdlib's methods back in place of ours, for each
+    # [owner, names] of `swaps` (specs compare the two).
+    def with_stdlib(swaps)
+      ours = swaps.flat_map do |owner, names|
+        names.select { |name| swapped?(owner, name) }
+             .map { |name| [owner, name, own_method(owner, name), visibility(owner, name)] }
+      end
+      ours.each { |owner, name, _, visibility| put(owner, name, owner.instance_method(stdlib_name(name)), visibility) }
       yield
     ensure
-      ours&.each { |name, (method, visibility)| put(owner, name, method, visibility) }
+      ours&.each { |owner, name, method, visibility| put(owner, name, method, visibility) }
     end
 
     def visibility(owner, name)

@@ -58,17 +58,12 @@ module RustyStdlib
       # The stdlib's calls encode_www_form_component for every key and value: only while
       # that is ours (not an app's replacement or wrapper) can the native code skip them.
       def encode_www_form(enum, enc = nil)
-        (URIForm.component_ours?(self) && Native.encode_www_form(enum, enc)) ||
+        (NetHttp.ours?(self, :encode_www_form_component) && Native.encode_www_form(enum, enc)) ||
           __rusty_stdlib_stdlib_encode_www_form(enum, enc)
       end
 
       def decode_www_form_component(str, enc = Encoding::UTF_8)
         Native.decode_www_form_component(str, enc) || __rusty_stdlib_stdlib_decode_www_form_component(str, enc)
-      end
-
-      # Asked by asking for the method (works in any Ractor).
-      def self.component_ours?(uri)
-        uri.method(:encode_www_form_component).source_location&.first == __FILE__
       end
 
       def decode_www_form(str, enc = Encoding::UTF_8, separator: "&", use__charset_: false, isindex: false)
@@ -164,7 +159,7 @@ module RustyStdlib
         known = Native.stock?(klass, READERS)
         return known unless known.nil?
 
-        READERS.all? { |name| klass.method(name).source_location&.first == __FILE__ }
+        READERS.all? { |name| NetHttp.ours?(klass, name) }
       end
 
       # Whether `sock` is a Net::BufferedIO itself (not a subclass): asked without
@@ -432,9 +427,14 @@ module RustyStdlib
 
       # Runs the block with the stdlib's own methods in place of every installed piece.
       def stdlib(&block)
-        @pieces.values.reverse.inject(block) do |inner, (mod, target)|
-          -> { MethodSwap.with_stdlib(target, methods_of(mod), &inner) }
-        end.call
+        MethodSwap.with_stdlib(@pieces.values.map { |mod, target| [target, methods_of(mod)] }, &block)
+      end
+
+      # Whether the method `name` that `receiver` reaches is one of ours from this file
+      # (not an app's replacement or wrapper), asked by asking for the method: a fast path
+      # that skips a call the stdlib makes takes it only then. Works in any Ractor.
+      def ours?(receiver, name)
+        receiver.method(name).source_location&.first == __FILE__
       end
 
       private

@@ -6,5 +6,6 @@ pub mod nogvl;
 pub mod ractor;
 pub mod raw;
 pub mod reentry;
+pub mod replaced;
 pub mod shape;
 pub mod tmplock;

@@ -36,6 +36,7 @@ use super::key_cache::{self, KeyCache};
 use crate::helpers::error::c_error;
 use crate::helpers::raw::{class_of, flags, set_encoding_index};
 use crate::helpers::reentry::once;
+use crate::helpers::replaced::Replaced;
 
 /// json 2.9's warning for a binary String holding UTF-8 (`rb_warn`, so printed unless
 /// `$VERBOSE` is nil).
@@ -709,21 +710,11 @@ fn plain_generate(ruby: &Ruby, rb_self: Value, args: &[Value]) -> Result<Value, 
             }
         }
     }
-    // The gem's JSON.generate, kept by the swap as a private alias.
-    let receiver = rb_self.as_raw();
-    let raw = protect(|| unsafe {
-        let kw = rb_sys::rb_keyword_given_p();
-        let name = rb_sys::rb_intern(c"__rusty_stdlib_stdlib_generate".as_ptr());
-        rb_sys::rb_funcallv_kw(
-            receiver,
-            name,
-            args.len() as _,
-            args.as_ptr() as *const VALUE,
-            kw,
-        )
-    })?;
-    Ok(unsafe { Value::from_raw(raw) })
+    STDLIB_GENERATE.call(rb_self, args)
 }
+
+/// The gem's JSON.generate, kept by the swap as a private alias.
+static STDLIB_GENERATE: Replaced = Replaced::new(c"__rusty_stdlib_stdlib_generate");
 
 fn partial_generate(ruby: &Ruby, state_value: Value, obj: Value) -> Result<RString, Error> {
     let mut gen = Gen::new(state_value)?;
@@ -1466,5 +1457,6 @@ pub fn init(ruby: &Ruby, json: RModule) -> Result<(), Error> {
     ruby.get_inner(&STATE_CLASS);
     to_s_id();
     state_id();
+    STDLIB_GENERATE.id();
     Ok(())
 }

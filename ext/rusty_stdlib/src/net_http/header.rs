@@ -15,6 +15,7 @@ use super::strings::{
     ascii_compatible, ascii_only, binary_index, encindex, exact_string, is_exact, new_with_index,
     raw_encindex, usascii_index,
 };
+use crate::helpers::replaced::Replaced;
 
 /// `name.to_s.split(/-/).map(&:capitalize).join('-')` for an exact ASCII String, or nil
 /// for the stdlib (whose `String#capitalize` is Unicode-aware).
@@ -51,38 +52,8 @@ pub fn capitalize(ruby: &Ruby, name: Value) -> Result<Option<RString>, Error> {
 pub fn capitalize_method(ruby: &Ruby, rb_self: Value, name: Value) -> Result<Value, Error> {
     match capitalize(ruby, name)? {
         Some(capitalized) => Ok(capitalized.as_value()),
-        None => stdlib(
-            rb_self,
-            &STDLIB_CAPITALIZE,
-            c"__rusty_stdlib_stdlib_capitalize",
-            &[name],
-        ),
+        None => STDLIB_CAPITALIZE.call(rb_self, &[name]),
     }
-}
-
-/// Calls the stdlib's method that ours replaced (its private alias, see
-/// lib/rusty_stdlib/method_swap.rb) with `args` and the block ours was given.
-fn stdlib(
-    receiver: Value,
-    cache: &OnceLock<rb_sys::ID>,
-    name: &std::ffi::CStr,
-    args: &[Value],
-) -> Result<Value, Error> {
-    let receiver = receiver.as_raw();
-    let name = id(cache, name);
-    // rb_block_call without a function passes the current block on, and (unlike
-    // rb_funcall_passing_block) reaches private methods.
-    let raw = magnus::rb_sys::protect(|| unsafe {
-        rb_sys::rb_block_call(
-            receiver,
-            name,
-            args.len() as _,
-            args.as_ptr() as *const rb_sys::VALUE,
-            None,
-            0,
-        )
-    })?;
-    Ok(unsafe { Value::from_raw(raw) })
 }
 
 static ID_CAPITALIZE: OnceLock<rb_sys::ID> = OnceLock::new();
@@ -90,8 +61,8 @@ static ID_JOIN: OnceLock<rb_sys::ID> = OnceLock::new();
 static ID_HEADER: OnceLock<rb_sys::ID> = OnceLock::new();
 static ID_SIZE: OnceLock<rb_sys::ID> = OnceLock::new();
 static ID_EACH_CAPITALIZED: OnceLock<rb_sys::ID> = OnceLock::new();
-static STDLIB_CAPITALIZE: OnceLock<rb_sys::ID> = OnceLock::new();
-static STDLIB_EACH_CAPITALIZED: OnceLock<rb_sys::ID> = OnceLock::new();
+static STDLIB_CAPITALIZE: Replaced = Replaced::new(c"__rusty_stdlib_stdlib_capitalize");
+static STDLIB_EACH_CAPITALIZED: Replaced = Replaced::new(c"__rusty_stdlib_stdlib_each_capitalized");
 
 /// `", "`, the separator `each_capitalized` joins values with when it calls Array#join
 /// itself (rb_ary_join only reads it); a redefined `join` gets a fresh String each
@@ -113,14 +84,11 @@ pub fn init(ruby: &Ruby) {
         (&ID_HEADER, c"@header"),
         (&ID_SIZE, c"size"),
         (&ID_EACH_CAPITALIZED, c"each_capitalized"),
-        (&STDLIB_CAPITALIZE, c"__rusty_stdlib_stdlib_capitalize"),
-        (
-            &STDLIB_EACH_CAPITALIZED,
-            c"__rusty_stdlib_stdlib_each_capitalized",
-        ),
     ] {
         id(cache, name);
     }
+    STDLIB_CAPITALIZE.id();
+    STDLIB_EACH_CAPITALIZED.id();
 }
 
 /// What the hash walk needs, passed through rb_hash_foreach's `arg`.
@@ -250,12 +218,7 @@ pub fn each_capitalized(ruby: &Ruby, rb_self: Value) -> Result<Value, Error> {
     };
     let Some(hash) = RHash::from_value(header).filter(|_| is_exact(header, ruby.class_hash()))
     else {
-        return stdlib(
-            rb_self,
-            &STDLIB_EACH_CAPITALIZED,
-            c"__rusty_stdlib_stdlib_each_capitalized",
-            &[],
-        );
+        return STDLIB_EACH_CAPITALIZED.call(rb_self, &[]);
     };
     if !ruby.block_given() {
         // `enum_for(__method__) { @header.size }`.
@@ -281,12 +244,7 @@ pub fn each_capitalized(ruby: &Ruby, rb_self: Value) -> Result<Value, Error> {
         )
     };
     if !check.0 {
-        return stdlib(
-            rb_self,
-            &STDLIB_EACH_CAPITALIZED,
-            c"__rusty_stdlib_stdlib_each_capitalized",
-            &[],
-        );
+        return STDLIB_EACH_CAPITALIZED.call(rb_self, &[]);
     }
     let walk = Walk {
         receiver: rb_self.as_raw(),
