@@ -1080,20 +1080,24 @@ RSpec.describe "RustyStdlib::Marshal" do
       orders.each do |order|
         it "stays inside the app's own #{kind} wrapper of Marshal.load made #{order} it" do
           wrapper = MARSHAL_WRAPPERS.fetch(kind)
-          out, err, status = ruby_run(<<~RUBY)
-            require "stringio"
-            LOG = []
-            #{order == :before ? wrapper : ''}
-            require "rusty_stdlib"
-            #{order == :after ? wrapper : ''}
-            late = "\x04\bS:\tLate\x06:\x06ai\x06".b
-            results = [Marshal.load(late).a, Marshal.load(Marshal.dump([1, "x"])),
-                       Marshal.load(StringIO.new(Marshal.dump(:s)))]
-            print Marshal.dump([results, LOG, RustyStdlib::Marshal.installed?])
-          RUBY
-          expect(err).to eq("")
-          expect(status).to be_success
-          results, log, swapped = Marshal.load(out)
+          # With rusty_stdlib, and without it (the stdlib's outcome, compared below).
+          (results, log, swapped), stdlib_outcome = [true, false].map do |ours|
+            out, err, status = ruby_run(<<~RUBY)
+              require "stringio"
+              LOG = []
+              #{order == :before ? wrapper : ''}
+              #{ours ? 'require "rusty_stdlib"' : ''}
+              #{order == :after ? wrapper : ''}
+              late = "\x04\bS:\tLate\x06:\x06ai\x06".b
+              results = [Marshal.load(late).a, Marshal.load(Marshal.dump([1, "x"])),
+                         Marshal.load(StringIO.new(Marshal.dump(:s)))]
+              print Marshal.dump([results, LOG, defined?(RustyStdlib) && RustyStdlib::Marshal.installed?])
+            RUBY
+            expect(err).to eq("")
+            expect(status).to be_success
+            Marshal.load(out)
+          end
+          expect([results, log]).to eq(stdlib_outcome.first(2))
           expect(results).to eq([1, [1, "x"], :s])
           expected_log = kind == :prepend ? ["undefined class/module Late"] : %i[alias_wrapper] * 3
           expect(log).to eq(expected_log)
