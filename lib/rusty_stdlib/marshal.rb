@@ -115,14 +115,22 @@ module RustyStdlib
         if nil.equal?(proc)
           result = native_load(source, freeze, FALLBACK)
           return result unless FALLBACK.equal?(result)
+        end
+        load_rest(source, proc, freeze) { |input| stdlib_load(input, proc, freeze: freeze) }
+      end
 
+      # The rest of a load or restore once the String fast path (the caller's, kept
+      # inline there) did not answer: a non-String source, or a proc. The stdlib's
+      # method is the block, given what it must read instead of `source`.
+      def load_rest(source, proc, freeze)
+        if nil.equal?(proc)
           result, source = load_other(source, freeze)
-          return result unless FALLBACK.equal?(result)
         elsif NATIVE_PROC_LOAD
           result = native_load_proc(source, freeze, proc, FALLBACK)
-          return result unless FALLBACK.equal?(result)
+        else
+          result = FALLBACK
         end
-        stdlib_load(source, proc, freeze: freeze)
+        FALLBACK.equal?(result) ? yield(source) : result
       end
 
       # After native_load gave up on `source`: for a non-String (MRI converts it with
@@ -206,32 +214,20 @@ module RustyStdlib
         if nil.equal?(proc)
           result = RustyStdlib::Marshal.native_load(source, freeze, FALLBACK)
           return result unless FALLBACK.equal?(result)
-
-          result, source = RustyStdlib::Marshal.load_other(source, freeze)
-        elsif NATIVE_PROC_LOAD
-          result = RustyStdlib::Marshal.native_load_proc(source, freeze, proc, FALLBACK)
-        else
-          result = FALLBACK
         end
-        return result unless FALLBACK.equal?(result)
-
-        __rusty_stdlib_stdlib_load(source, proc, freeze: freeze)
+        RustyStdlib::Marshal.load_rest(source, proc, freeze) do |input|
+          __rusty_stdlib_stdlib_load(input, proc, freeze: freeze)
+        end
       end
 
       def restore(source, proc = nil, freeze: false)
         if nil.equal?(proc)
           result = RustyStdlib::Marshal.native_load(source, freeze, FALLBACK)
           return result unless FALLBACK.equal?(result)
-
-          result, source = RustyStdlib::Marshal.load_other(source, freeze)
-        elsif NATIVE_PROC_LOAD
-          result = RustyStdlib::Marshal.native_load_proc(source, freeze, proc, FALLBACK)
-        else
-          result = FALLBACK
         end
-        return result unless FALLBACK.equal?(result)
-
-        __rusty_stdlib_stdlib_restore(source, proc, freeze: freeze)
+        RustyStdlib::Marshal.load_rest(source, proc, freeze) do |input|
+          __rusty_stdlib_stdlib_restore(input, proc, freeze: freeze)
+        end
       end
     end
   end
