@@ -52,13 +52,9 @@ RSpec.describe "JSON.parse / JSON.generate under an app's wrappers" do
   JSON_WRAPPERS.each_key do |kind|
     %i[before after].each do |order|
       it "keeps a #{kind} wrapper made #{order} rusty_stdlib working as over the gem" do
-        outcomes = [true, false].map do |with_ours|
-          out, err, status = ruby_run(script(JSON_WRAPPERS.fetch(kind), order, with_ours))
-          expect(err).to eq("")
-          expect(status).to be_success
-          Marshal.load(out)
-        end
-        (results, log, plain), (stdlib_results, stdlib_log, _) = outcomes
+        outcomes = run_with_and_without_ours { |ours| script(JSON_WRAPPERS.fetch(kind), order, ours) }
+        expect(outcomes.map(&:last)).to eq(["", ""])
+        ((results, log, plain), _), ((stdlib_results, stdlib_log, _), _) = outcomes
         expect([results, log]).to eq([stdlib_results, stdlib_log])
         # Ours is swapped in unless the gem's methods were already redefined in JSON's
         # singleton class (replaced, or wrapped by an alias chain).

@@ -100,11 +100,8 @@ RSpec.describe "Net::HTTP and URI under an app's own patches" do
   cases.each do |name, (patch, code)|
     it "keeps #{name} working as over the stdlib" do
       before = name.include?("Kernel#require")
-      (ours, ours_pieces, ours_err), (stdlib, _, stdlib_err) = [true, false].map do |with_ours|
-        out, err, status = ruby_run(script(patch, code, with_ours, before))
-        expect(status).to be_success, err
-        Marshal.load(out) + [err]
-      end
+      ((ours, ours_pieces), ours_err), ((stdlib, _), stdlib_err) =
+        run_with_and_without_ours { |with_ours| script(patch, code, with_ours, before) }
       expect(ours).to eq(stdlib)
       # No warning of ours. (Ruby's "method redefined" for the patch's own `def` under -w
       # depends on how many names the replaced definition has: ours, copied in, has two,

@@ -12,6 +12,17 @@ module Subprocess
     env = { "RUSTY_STDLIB" => nil }.merge(env)
     Open3.capture3(env, RbConfig.ruby, "-w", "-I", lib, "-e", code, chdir: chdir)
   end
+
+  # Runs the code the block gives for `ours` = true (it should require rusty_stdlib) and
+  # for `ours` = false (the stdlib alone), each in its own process that must succeed and
+  # print a Marshal dump. Returns [[ours_value, ours_stderr], [stdlib_value, stdlib_stderr]].
+  def run_with_and_without_ours
+    [true, false].map do |ours|
+      out, err, status = ruby_run(yield(ours))
+      expect(status).to be_success, err
+      [Marshal.load(out), err]
+    end
+  end
 end
 
 RSpec.configure { |c| c.include Subprocess }
