@@ -167,6 +167,12 @@ RSpec.describe "Digest parity" do
       it "cannot be marshalled, like the stdlib" do
         parity { |k| Marshal.dump(k.new) }
       end
+
+      # C code that type-checks its argument quotes the object's data type name.
+      it "is rejected by OpenSSL with the stdlib's message" do
+        require "openssl"
+        parity { |k| OpenSSL::HMAC.hexdigest(k.new, "key", "data") }
+      end
     end
   end
 

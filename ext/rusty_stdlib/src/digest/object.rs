@@ -14,7 +14,9 @@ use crate::helpers::{error::c_error, nogvl::without_gvl, tmplock::LockedStr};
 /// Strings at least this long are hashed with the GVL released.
 const NOGVL_THRESHOLD: usize = 64 * 1024;
 
-#[magnus::wrap(class = "Digest::Base", free_immediately, size)]
+// `name`: the stdlib's data type name, which Ruby's "wrong argument type" errors quote
+// (OpenSSL::HMAC given a Digest::SHA256 object, say).
+#[magnus::wrap(class = "Digest::Base", name = "digest", free_immediately, size)]
 pub struct DigestObject {
     hasher: RefCell<Hasher>,
     /// Set while a large update runs without the GVL on a copy of `hasher`; other threads
