@@ -170,19 +170,24 @@ module RustyStdlib
 
       # The stdlib's loop. When the whole head is already in Net::BufferedIO's buffer
       # (and the stdlib would read it without raising, and no debug output logs each
-      # line), it is taken apart natively in one go and consumed at once, then the
-      # fields are yielded; the only difference is that a block raising at a field
-      # finds the socket past the whole head rather than past the next line. Otherwise
-      # each binary line is taken apart natively; other lines (from a caller's own
-      # socket object) go through the stdlib's own statements.
+      # line), it is taken apart natively in one go; each field is yielded with the
+      # socket read as far as the stdlib has read it then (through the line after the
+      # field), so a block that raises or breaks leaves it where the stdlib would.
+      # Otherwise each binary line is taken apart natively; other lines (from a caller's
+      # own socket object) go through the stdlib's own statements.
       def each_response_header(sock)
         if ResponseHead.buffered_io?(sock) && (fields = Native.header_block(sock))
-          sock.__send__(:rbuf_consume, fields[0])
+          taken = 0
           i = 1
           while i < fields.size
+            read_to = fields[i + 2]
+            sock.__send__(:rbuf_consume, read_to - taken)
+            taken = read_to
             yield fields[i], fields[i + 1]
-            i += 2
+            i += 3
           end
+          # A head without fields: its one line.
+          sock.__send__(:rbuf_consume, fields[0]) if taken.zero?
           return
         end
 

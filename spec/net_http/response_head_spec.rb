@@ -100,6 +100,38 @@ RSpec.describe "Net::HTTPResponse head parsing (RustyStdlib::NetHttp :response_h
     end
   end
 
+  # The stdlib yields a field once it has read the line after it: a block that stops
+  # the loop (break, raise, throw) leaves the socket there.
+  it "leaves the socket where the stdlib does when the block stops at a field" do
+    text = "HTTP/1.1 200 OK\r\nA: 1\r\nB: 2\r\n  folded\r\nC: 3\r\n\r\nrest"
+    each_header = ->(io, &block) { Net::HTTPResponse.send(:each_response_header, io, &block) }
+    stops = {
+      break: ->(io, at) { each_header.call(io) { |k, _| break k if at.include?(k) } },
+      raise: lambda do |io, at|
+        each_header.call(io) { |k, _| raise ArgumentError, k if at.include?(k) }
+      rescue ArgumentError => e
+        e.message
+      end,
+      throw: ->(io, at) { catch(:stop) { each_header.call(io) { |k, _| throw :stop, k if at.include?(k) } } }
+    }
+    stops.each_value do |stop|
+      [%w[A], %w[B], %w[C], []].each do |at|
+        expect_codec_parity do
+          io = Net::BufferedIO.new(StringIO.new(text.b))
+          Net::HTTPResponse.send(:read_status_line, io)
+          [stop.call(io, at), io.read_all]
+        end
+      end
+    end
+    # read_new on a response class whose own add_field raises at a field.
+    raising = Class.new(Net::HTTPOK) { def add_field(key, val) = key == "B" ? raise(ArgumentError, key) : super }
+    reader = Class.new(Net::HTTPResponse) { define_singleton_method(:response_class) { |_| raising } }
+    expect_codec_parity do
+      io = Net::BufferedIO.new(StringIO.new(text.b))
+      [(reader.read_new(io) rescue $!.message), io.read_all] # rubocop:disable Style/RescueModifier
+    end
+  end
+
   it "leaves sockets with their own reads (singleton methods, subclasses) to them" do
     text = "HTTP/1.1 200 OK\r\nA: 1\r\n\r\n3\r\nabc\r\n0\r\n\r\n"
     make = [

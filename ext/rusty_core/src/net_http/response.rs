@@ -175,15 +175,20 @@ pub fn hex_u64(digits: &[u8]) -> Option<u64> {
     })
 }
 
-/// A response's header lines as `each_response_header` yields them: `(name, value)`
-/// with continuation lines folded in, and the bytes they took up (through the line
-/// that ends the head). Names and unfolded values borrow the buffer; only a value that
-/// continuation lines were folded into is copied.
+/// A response's header lines as `each_response_header` yields them: `(name, value,
+/// read_to)` with continuation lines folded in, and the bytes they took up (through the
+/// line that ends the head). Names and unfolded values borrow the buffer; only a value
+/// that continuation lines were folded into is copied. `read_to` is how many bytes the
+/// stdlib's loop has read when it yields the field: it yields a field once it has read
+/// the line after it (the next field's first line, or the line that ends the head).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HeaderBlock<'a> {
     pub consumed: usize,
-    pub fields: Vec<(&'a [u8], Cow<'a, [u8]>)>,
+    pub fields: Vec<HeaderField<'a>>,
 }
+
+/// `(name, value, read_to)`, see [`HeaderBlock`].
+pub type HeaderField<'a> = (&'a [u8], Cow<'a, [u8]>, usize);
 
 /// Reads header lines from `buf` up to the (whitespace-only) line that ends the head,
 /// folding continuation lines as the stdlib's loop does. `None` when `buf` ends first
@@ -192,7 +197,7 @@ pub struct HeaderBlock<'a> {
 /// the stdlib is still reading; the caller's line-by-line path keeps that order).
 pub fn header_block(buf: &[u8]) -> Option<HeaderBlock<'_>> {
     let mut at = 0;
-    let mut fields: Vec<(&[u8], Cow<'_, [u8]>)> = Vec::with_capacity(16);
+    let mut fields: Vec<HeaderField<'_>> = Vec::with_capacity(16);
     loop {
         let nl = memchr::memchr(b'\n', &buf[at..])?;
         let raw = &buf[at..at + nl + 1];
@@ -203,19 +208,27 @@ pub fn header_block(buf: &[u8]) -> Option<HeaderBlock<'_>> {
         match fields.last_mut() {
             // `line[0] == " " or line[0] == "\t" and value`: a value exists once a
             // field has been read.
-            Some((_, value)) if line.leading_space || line.leading_tab => {
+            Some((_, value, _)) if line.leading_space || line.leading_tab => {
                 let value = value.to_mut();
                 if !value.is_empty() {
                     value.push(b' ');
                 }
                 value.extend_from_slice(line.stripped);
             }
-            _ => fields.push((line.name?, Cow::Borrowed(line.value?))),
+            previous => {
+                if let Some((_, _, read_to)) = previous {
+                    *read_to = at;
+                }
+                fields.push((line.name?, Cow::Borrowed(line.value?), 0));
+            }
         }
+    }
+    if let Some((_, _, read_to)) = fields.last_mut() {
+        *read_to = at;
     }
     if fields
         .iter()
-        .any(|(_, value)| value.iter().any(|&b| b == b'\r' || b == b'\n'))
+        .any(|(_, value, _)| value.iter().any(|&b| b == b'\r' || b == b'\n'))
     {
         return None;
     }

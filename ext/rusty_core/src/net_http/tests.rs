@@ -237,15 +237,21 @@ fn header_blocks() {
     let head = b"A: 1\r\nB:2\n folded\r\n\tmore \r\nC:\r\n \r\nrest";
     let block = header_block(head).unwrap();
     assert_eq!(&head[block.consumed..], b"rest");
-    let fields: Vec<(&[u8], &[u8])> = block.fields.iter().map(|(k, v)| (*k, &v[..])).collect();
+    let fields: Vec<(&[u8], &[u8], usize)> = block
+        .fields
+        .iter()
+        .map(|(k, v, read_to)| (*k, &v[..], *read_to))
+        .collect();
+    // Each field is yielded once the next field's first line (or the end) is read.
     assert_eq!(
         fields,
         [
-            (&b"A"[..], &b"1"[..]),
-            (b"B", b"2 folded more"),
-            (b"C", b"")
+            (&b"A"[..], &b"1"[..], 10),
+            (b"B", b"2 folded more", 31),
+            (b"C", b"", 34)
         ]
     );
+    assert_eq!(block.consumed, 34);
     assert_eq!(header_block(b"A: 1\r\n"), None);
     assert_eq!(header_block(b"A: 1\r\nno colon\r\n\r\n"), None);
     assert_eq!(header_block(b"A: 1\rx\r\n\r\n"), None);

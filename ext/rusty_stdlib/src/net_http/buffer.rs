@@ -130,9 +130,10 @@ pub fn buffered_status_line(ruby: &Ruby, sock: Value) -> Result<Value, magnus::E
         .as_value())
 }
 
-/// `[consumed, name, value, name, value, …]`: the header fields `each_response_header`
-/// would yield, when the whole head is in the buffer and the stdlib would read it
-/// without raising (see rusty_core's `header_block`); nil otherwise. Nothing is
+/// `[consumed, name, value, read_to, name, value, read_to, …]`: the header fields
+/// `each_response_header` would yield, each with how many bytes the stdlib has read when
+/// it yields the field, when the whole head is in the buffer and the stdlib would read
+/// it without raising (see rusty_core's `header_block`); nil otherwise. Nothing is
 /// consumed here.
 pub fn header_block(ruby: &Ruby, sock: Value) -> Result<Option<RArray>, magnus::Error> {
     let Some((buffer, offset)) = read_buffer(sock, false) else {
@@ -145,11 +146,12 @@ pub fn header_block(ruby: &Ruby, sock: Value) -> Result<Option<RArray>, magnus::
     let Some(block) = block else {
         return Ok(None);
     };
-    let out = ruby.ary_new_capa(1 + 2 * block.fields.len());
+    let out = ruby.ary_new_capa(1 + 3 * block.fields.len());
     out.push(block.consumed)?;
-    for (name, value) in &block.fields {
+    for (name, value, read_to) in &block.fields {
         out.push(new_with_index(ruby, name, binary_index())?)?;
         out.push(new_with_index(ruby, value, binary_index())?)?;
+        out.push(*read_to)?;
     }
     std::hint::black_box(buffer);
     Ok(Some(out))
@@ -208,7 +210,7 @@ pub fn read_head_fields(
     let mut name_of = [0u8; MAX_FIELDS];
     let mut names: usize = 0;
     let mut at = 0;
-    for (i, (name, _)) in fields.iter().enumerate() {
+    for (i, (name, _, _)) in fields.iter().enumerate() {
         let Some(out) = lower.get_mut(at..at + name.len()) else {
             return Ok(None);
         };
@@ -232,7 +234,7 @@ pub fn read_head_fields(
     // order add_field inserts them), kept on the stack, where the GC sees them.
     let mut pairs = [rb_sys::Qnil as rb_sys::VALUE; 2 * MAX_FIELDS];
     magnus::rb_sys::protect(|| unsafe {
-        for (i, (_, value)) in fields.iter().enumerate() {
+        for (i, (_, value, _)) in fields.iter().enumerate() {
             // A binary String, as the stdlib's `split` of a binary line gives.
             let value = rb_sys::rb_str_new(value.as_ptr().cast(), value.len() as _);
             let at = 2 * name_of[i] as usize;
