@@ -348,26 +348,39 @@ module RustyStdlib
       DEPTH = :__rusty_stdlib_require_depth
       private_constant :DEPTH
 
-      # Runs the require in the block, then installs what it made available.
-      def self.around(path)
+      # Before a require: this thread's require depth so far, counted one deeper.
+      def self.enter
         depth = Thread.current[DEPTH] || 0
         Thread.current[DEPTH] = depth + 1
-        begin
-          loaded = yield
-        ensure
-          Thread.current[DEPTH] = depth
-        end
+        depth
+      end
+
+      # After a require of `path` that began at `depth` (see enter), however it ended.
+      def self.leave(depth)
+        Thread.current[DEPTH] = depth
+      end
+
+      # After a require of `path` that began at `depth` returned: installs what it made
+      # available.
+      def self.returned(path, depth)
         RustyStdlib::NetHttp.required if depth.zero? || FEATURES.include?(path)
-        loaded
       end
     end
 
     # Kernel#require (private, as Kernel's own), swapped in for whatever Kernel#require
     # is (RubyGems', or another wrapper's): a later alias chain (Zeitwerk, Bootsnap)
-    # wraps it as it would have wrapped that.
+    # wraps it as it would have wrapped that. It calls that require itself (no block in
+    # between), so backtraces inside a required file gain this one frame only.
     module RequireHook
       def require(path)
-        RequireWatch.around(path) { __rusty_stdlib_stdlib_require(path) }
+        depth = RequireWatch.enter
+        begin
+          loaded = __rusty_stdlib_stdlib_require(path)
+        ensure
+          RequireWatch.leave(depth)
+        end
+        RequireWatch.returned(path, depth)
+        loaded
       end
     end
 

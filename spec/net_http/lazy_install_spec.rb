@@ -57,6 +57,20 @@ RSpec.describe "RustyStdlib::NetHttp's lazy install" do
     end
   end
 
+  # The watch wraps Kernel#require: code in a required file sees one more frame (ours)
+  # in its backtrace, and no other change.
+  it "adds one frame, its own, to the backtrace inside a required file" do
+    Dir.mktmpdir do |dir|
+      File.write(File.join(dir, "inner.rb"), "$frames = caller(0)\n")
+      code = ->(ours) { %(#{ours ? 'require "rusty_stdlib"' : ''}\nrequire #{File.join(dir, 'inner').inspect}\nprint Marshal.dump($frames)) }
+      (ours, _), (stdlib, _) = run_with_and_without_ours { |with_ours| code.call(with_ours) }
+      added = ours - stdlib
+      expect(added.size).to eq(1)
+      expect(added.first).to match(%r{lib/rusty_stdlib/net_http\.rb:\d+:in `require'})
+      expect(ours.size).to eq(stdlib.size + 1)
+    end
+  end
+
   it "installs at the next require after a require_relative of net/http's files" do
     http = $LOADED_FEATURES.grep(%r{/net/http\.rb\z}).first
     Dir.mktmpdir do |dir|
