@@ -2,6 +2,7 @@
 
 require_relative "activation"
 require_relative "method_swap"
+require_relative "require_watch"
 
 module RustyStdlib
   # Net::HTTP's message codec and URI's form codec on Rust, installed piece by piece:
@@ -31,7 +32,7 @@ module RustyStdlib
   #
   # Lazy install: requiring this file loads neither net/http nor uri (about 30 ms of
   # boot). Pieces whose stdlib is already loaded go in at once; the rest go in when the
-  # app requires net/http, net/https, uri or open-uri (RequireWatch). RustyStdlib.status
+  # app requires net/http, net/https, uri or open-uri (lib/rusty_stdlib/require_watch.rb). RustyStdlib.status
   # reports :net_http :installed from the start when the versions the stdlib files on
   # the load path declare are proven (read from the files, not loaded), i.e. "installed
   # or installs on require"; NetHttp.pieces / piece_status tell what is in place now.
@@ -335,54 +336,9 @@ module RustyStdlib
       [:chunked_body, ChunkedBody, -> { Net::HTTPResponse }, "net/http/response.rb"],
     ].freeze
 
-    # `require`, watched so that each piece goes in once its stdlib is loaded. A piece
-    # is looked at only after a require returned: `require "net/http"` (or net/https,
-    # uri, open-uri) anywhere, or any outermost require of the thread. Nested requires
-    # of other files return while the file that required them is half loaded (net/http's
-    # own `require "uri"` returns before Net::HTTP exists), so they are skipped. The
-    # outermost check catches net/http loaded by an absolute path, `Kernel.require`, a
-    # `.rb` suffix, or `require_relative`/`load` (at the next require after them: those two
-    # are not watched, a Ruby wrapper would change the file they resolve against).
-    module RequireWatch
-      FEATURES = %w[net/http net/https uri open-uri].freeze
-      DEPTH = :__rusty_stdlib_require_depth
-      private_constant :DEPTH
-
-      # Before a require: this thread's require depth so far, counted one deeper.
-      def self.enter
-        depth = Thread.current[DEPTH] || 0
-        Thread.current[DEPTH] = depth + 1
-        depth
-      end
-
-      # After a require of `path` that began at `depth` (see enter), however it ended.
-      def self.leave(depth)
-        Thread.current[DEPTH] = depth
-      end
-
-      # After a require of `path` that began at `depth` returned: installs what it made
-      # available.
-      def self.returned(path, depth)
-        RustyStdlib::NetHttp.required if depth.zero? || FEATURES.include?(path)
-      end
-    end
-
-    # Kernel#require (private, as Kernel's own), swapped in for whatever Kernel#require
-    # is (RubyGems', or another wrapper's): a later alias chain (Zeitwerk, Bootsnap)
-    # wraps it as it would have wrapped that. It calls that require itself (no block in
-    # between), so backtraces inside a required file gain this one frame only.
-    module RequireHook
-      def require(path)
-        depth = RequireWatch.enter
-        begin
-          loaded = __rusty_stdlib_stdlib_require(path)
-        ensure
-          RequireWatch.leave(depth)
-        end
-        RequireWatch.returned(path, depth)
-        loaded
-      end
-    end
+    # What RequireWatch calls the pieces in after: a require of one of these, or any
+    # outermost require.
+    FEATURES = %w[net/http net/https uri open-uri].freeze
 
     @pieces = {}
 
@@ -436,8 +392,8 @@ module RustyStdlib
         watch_requires unless @pieces.size == SEAMS.size
       end
 
-      # Called by RequireWatch after a require returned.
-      def required
+      # Called by RequireWatch after a require returned (see FEATURES).
+      def call
         return if @pieces.size == SEAMS.size || !RustyStdlib.installed.include?(:net_http)
 
         install! if SEAMS.any? { |piece, *| !@pieces.key?(piece) && loaded?(piece) }
@@ -486,16 +442,11 @@ module RustyStdlib
       end
 
       def watch_requires
-        return if @watching
-
-        MethodSwap.swap(::Kernel, :require, RequireHook)
-        # Kernel.require, Kernel's public singleton copy, which Kernel#require's watch misses.
-        MethodSwap.swap(::Kernel.singleton_class, :require, RequireHook)
-        @watching = true
+        RequireWatch.watch(FEATURES, self)
       end
 
       # Whether the stdlib the piece replaces is loaded (completely: a piece is looked
-      # at only outside the require that loads it, see RequireHook).
+      # at only outside the require that loads it, see RequireWatch).
       def loaded?(piece)
         piece == :uri_form ? defined?(::URI::VERSION) && defined?(::URI.decode_www_form) : defined?(::Net::HTTP::VERSION) && defined?(::Net::HTTPResponse)
       end
