@@ -26,6 +26,10 @@ module Bench
       return say(out, "status", "skipped", refusal) if refusal
 
       (group.requires + group.references.fetch(column.reference, [])).each { |lib| require lib }
+      # Asked again: a module that installs lazily (JSON, Net::HTTP) may have found, on
+      # the require above, a version it does not prove, and stayed out.
+      refusal = refusal(column, group)
+      return say(out, "status", "skipped", refusal) if refusal
       op = column.reference ? workload.reference_op(column.reference) : workload.op
       timing = Timing.compile(op, name)
       input = workload.setup.call

@@ -54,6 +54,15 @@ module RustyStdlib
       true
     end
 
+    # For a module that installs lazily (it said :installed when its library was not
+    # loaded yet, from the version it would load): the library that loaded is not one it
+    # proves, so it stays out, and status says why.
+    def withdraw(name, reason)
+      @installed.delete(name)
+      @status[name] = reason
+      nil
+    end
+
     # Whether the native extension is loaded; loads it on first call and warns once
     # if it cannot be loaded.
     def native?

@@ -2,6 +2,7 @@
 
 require_relative "activation"
 require_relative "method_swap"
+require_relative "require_watch"
 
 module RustyStdlib
   # JSON parsing on Rust: RustyStdlib::JSON::Parser replaces JSON::Ext::Parser through
@@ -27,7 +28,19 @@ module RustyStdlib
   # gem's in JSON's singleton class (MethodSwap: an app's own wrappers, made before
   # or after, wrap them), and only where JSON.parse / JSON.generate are still the gem's
   # (not after Oj.mimic_JSON, say, which replaces them).
+  #
+  # Lazy install: requiring rusty_stdlib does not load json (an app that never asks
+  # for it, or asks later, sees no JSON constant, no #to_json, and libraries that pick
+  # a JSON backend by what is loaded pick as before). If json is loaded, ours goes in at
+  # once; otherwise when the app requires json (RequireWatch, FEATURES). RustyStdlib.status
+  # reports :json :installed from the start when the json version on the load path is
+  # proven (read from json/version.rb, not loaded), i.e. "installed or installs on
+  # require"; `installed_now?` tells which. If the json that then loads is another,
+  # unproven version, ours stays out and RustyStdlib.status says why.
   module JSON
+    # What RequireWatch calls us after: a require of one of these, or any outermost one.
+    # (Not json/ext: json.rb requires it before it is done itself.)
+    FEATURES = %w[json].freeze
     # json gem versions whose parser spec/json proves we match (Ruby 3.1 ships 2.6.1,
     # Ruby 3.3 Debian's ruby-json 2.9.1).
     PROVEN_VERSIONS = %w[2.6.1 2.9.1].freeze
@@ -39,10 +52,7 @@ module RustyStdlib
 
     class << self
       def unsupported_reason
-        require "json"
-        return nil if PROVEN_VERSIONS.include?(::JSON::VERSION)
-
-        "json #{::JSON::VERSION} is not proven (proven: #{PROVEN_VERSIONS.join(', ')})"
+        version_refusal(PROVEN_VERSIONS, "")
       end
 
       # The gem's C parser, whether or not ours is installed.
@@ -55,7 +65,7 @@ module RustyStdlib
       # `Parser.parse(source, opts)`, which 2.6 does not have: ours has it exactly when
       # the gem's Parser does.
       def parser
-        if stdlib_parser.respond_to?(:parse) && !Parser.respond_to?(:parse)
+        if ::JSON::Ext::Parser.respond_to?(:parse) && !Parser.respond_to?(:parse)
           Parser.singleton_class.alias_method(:parse, :parse_with)
         end
         Parser
@@ -63,18 +73,22 @@ module RustyStdlib
 
       # Why the generator is left to the gem (nil when ours is proven on this json).
       def generator_unsupported_reason
-        require "json"
-        return nil if GENERATOR_PROVEN_VERSIONS.include?(::JSON::VERSION)
-
-        "json #{::JSON::VERSION} generator is not proven (proven: #{GENERATOR_PROVEN_VERSIONS.join(', ')})"
+        version_refusal(GENERATOR_PROVEN_VERSIONS, " generator")
       end
 
       # :installed, or why the gem's generator was kept (RustyStdlib.status[:json] tells
       # about the parser, which the generator needs installed first).
       def generator_status
         return :installed if @generator_installed
+        return "waiting for json to be required" if RustyStdlib.installed.include?(:json) && !loaded?
 
         generator_unsupported_reason || "json is not installed: #{RustyStdlib.status[:json]}"
+      end
+
+      # Whether ours is in place now (RustyStdlib.status[:json] also says :installed
+      # while it waits for json to be required).
+      def installed_now?
+        @installed_now == true
       end
 
       # The gem's C generator, whether or not ours is installed.
@@ -89,7 +103,31 @@ module RustyStdlib
         Generator
       end
 
+      # Installs ours now if json is loaded, else once it is (RequireWatch).
       def install!
+        loaded? ? install_now : RequireWatch.watch(FEATURES, self)
+      end
+
+      # Called by RequireWatch after a require returned (see FEATURES): installs ours once
+      # json is loaded, unless the json that loaded is not one we prove.
+      def call
+        return if @installed_now || !loaded? || !RustyStdlib.installed.include?(:json)
+
+        reason = unsupported_reason
+        return RustyStdlib.withdraw(:json, reason) if reason
+
+        install_now
+      end
+
+      # Whether JSON.parse / JSON.generate (`name`) take our option-less fast path.
+      def plain?(name)
+        MethodSwap.swapped?(::JSON.singleton_class, name)
+      end
+
+      private
+
+      def install_now
+        @installed_now = true
         ::JSON.parser = parser
         swap_plain(:parse, PlainParse)
         return if generator_unsupported_reason
@@ -99,12 +137,33 @@ module RustyStdlib
         @generator_installed = true
       end
 
-      # Whether JSON.parse / JSON.generate (`name`) take our option-less fast path.
-      def plain?(name)
-        MethodSwap.swapped?(::JSON.singleton_class, name)
+      # Whether the json gem's C extension is loaded (completely: we look only after a
+      # require returned, see RequireWatch).
+      def loaded?
+        defined?(::JSON::VERSION) && defined?(::JSON::Ext::Parser) && defined?(::JSON::Ext::Generator::State) ? true : false
       end
 
-      private
+      # Why the loaded json (or, before it loads, the one json/version.rb on the load
+      # path states) is not among `versions`, or nil.
+      def version_refusal(versions, what)
+        version = loaded? ? ::JSON::VERSION : predicted_version
+        return nil if versions.include?(version)
+        return "json not found on the load path" if version.nil?
+
+        source = loaded? ? "" : " (read from json/version.rb)"
+        "json #{version}#{source}#{what} is not proven (proven: #{versions.join(', ')})"
+      end
+
+      # The VERSION json/version.rb on the load path states (what `require "json"` would
+      # load, short of RubyGems activating another installed json), or nil.
+      def predicted_version
+        type, path = $LOAD_PATH.resolve_feature_path("json/version")
+        return nil unless type == :rb
+
+        File.read(path)[/^\s*VERSION\s*=\s*['"]([^'"]+)['"]/, 1]
+      rescue LoadError, SystemCallError
+        nil
+      end
 
       def swap_plain(name, source)
         owner = ::JSON.singleton_class

@@ -319,6 +319,7 @@ RSpec.describe "RustyStdlib::JSON::Generator" do
     it "forgets written keys once Ruby code has run, in a fresh process" do
       code = <<~RUBY
         require "rusty_stdlib"
+        require "json"
         recycler = Class.new do
           def initialize(freed, refilled) = (@freed, @refilled = freed, refilled)
           def to_json(*) = (@freed.clear; GC.start; 2000.times { |i| @refilled[+"new\#{i}"] = i }; "0")

@@ -17,6 +17,60 @@ RSpec.describe "rusty_stdlib/json shim" do
     end
   end
 
+  # Requiring rusty_stdlib loads no json: libraries that choose a JSON backend by what is
+  # loaded (MultiJson prefers Oj unless json is already loaded) choose as before.
+  describe "lazy install" do
+    report = 'p [defined?(::JSON).inspect, RustyStdlib.status[:json], RustyStdlib::JSON.installed_now?, ' \
+             'defined?(::JSON) && ::JSON.parser, RustyStdlib::JSON.generator_status]'
+
+    def run_child(code)
+      out, err, status = ruby_run(code)
+      expect([err, status.success?]).to eq(["", true])
+      out.lines.map(&:chomp)
+    end
+
+    it "loads no json, and installs when the app requires it, directly or inside another file" do
+      skip "json not proven here: #{RustyStdlib.status[:json]}" unless JSONParity.installed?
+
+      installed = '["\"constant\"", :installed, true, RustyStdlib::JSON::Parser, :installed]'
+      expect(run_child(%(require "rusty_stdlib"\np $LOADED_FEATURES.grep(%r{/json/(common|version|ext)})\n#{report}\nrequire "json"\n#{report})))
+        .to eq(["[]", '["nil", :installed, false, nil, "waiting for json to be required"]', installed])
+      Dir.mktmpdir do |dir|
+        File.write(File.join(dir, "lib.rb"), %(require "json/ext"\n$during = RustyStdlib::JSON.installed_now?\n))
+        out = run_child(%(require "rusty_stdlib"\nrequire #{File.join(dir, 'lib').inspect}\np $during\n#{report}))
+        expect(out).to eq(["false", installed])
+      end
+      expect(run_child(%(require "json"\nrequire "rusty_stdlib"\n#{report}))).to eq([installed])
+    end
+
+    it "stays out when the json on the load path, or the one that loads, is not proven" do
+      Dir.mktmpdir do |dir|
+        FileUtils.mkdir_p(File.join(dir, "predicted", "json"))
+        File.write(File.join(dir, "predicted", "json", "version.rb"), "module JSON\n  VERSION = '9.9.9'\nend\n")
+        out = run_child(%($LOAD_PATH.unshift(#{File.join(dir, 'predicted').inspect})\nrequire "rusty_stdlib"\n#{report}))
+        expect(out).to eq(['["nil", "json 9.9.9 (read from json/version.rb) is not proven (proven: ' \
+                           "#{RustyStdlib::JSON::PROVEN_VERSIONS.join(', ')})\", false, nil, " \
+                           "\"json 9.9.9 (read from json/version.rb) generator is not proven (proven: " \
+                           "#{RustyStdlib::JSON::GENERATOR_PROVEN_VERSIONS.join(', ')})\"]"])
+
+        # A json.rb that loads the real one and then says it is another version.
+        real = $LOAD_PATH.resolve_feature_path("json").last
+        FileUtils.mkdir_p(File.join(dir, "other"))
+        File.write(File.join(dir, "other", "json.rb"),
+                   %(require #{real.inspect}\nJSON.send(:remove_const, :VERSION)\nJSON::VERSION = "9.9.9"\n))
+        out = run_child(%($LOAD_PATH.unshift(#{File.join(dir, 'other').inspect})\nrequire "rusty_stdlib"\n) +
+                        %(p RustyStdlib.installed.include?(:json)\nrequire "json"\n#{report}\np RustyStdlib.installed))
+        next unless out.first == "true" # the real json is not proven here either
+
+        expect(out.drop(1)).to eq(['["\"constant\"", "json 9.9.9 is not proven (proven: ' \
+                                   "#{RustyStdlib::JSON::PROVEN_VERSIONS.join(', ')})\", false, JSON::Ext::Parser, " \
+                                   "\"json 9.9.9 generator is not proven (proven: " \
+                                   "#{RustyStdlib::JSON::GENERATOR_PROVEN_VERSIONS.join(', ')})\"]",
+                                   "[:digest, :marshal, :net_http]"])
+      end
+    end
+  end
+
   it "keeps the gem's parser reachable" do
     expect(RustyStdlib::JSON.stdlib_parser).to equal(JSON::Ext::Parser)
   end
