@@ -33,9 +33,9 @@ module RustyStdlib
   # for it, or asks later, sees no JSON constant, no #to_json, and libraries that pick
   # a JSON backend by what is loaded pick as before). If json is loaded, ours goes in at
   # once; otherwise when the app requires json (RequireWatch, FEATURES). RustyStdlib.status
-  # reports :json :installed from the start when the json version on the load path is
-  # proven (read from json/version.rb, not loaded), i.e. "installed or installs on
-  # require"; `installed_now?` tells which. If the json that then loads is another,
+  # reports :json :installed from the start when the json version `require "json"` would
+  # load is proven (see predicted_version), i.e. "installed or installs on require";
+  # `installed_now?` tells which. If the json that then loads is another,
   # unproven version, ours stays out and RustyStdlib.status says why.
   module JSON
     # What RequireWatch calls us after: a require of one of these, or any outermost one.
@@ -143,20 +143,27 @@ module RustyStdlib
         defined?(::JSON::VERSION) && defined?(::JSON::Ext::Parser) && defined?(::JSON::Ext::Generator::State) ? true : false
       end
 
-      # Why the loaded json (or, before it loads, the one json/version.rb on the load
-      # path states) is not among `versions`, or nil.
+      # Why the loaded json (or, before it loads, the one predicted_version expects) is
+      # not among `versions`, or nil.
       def version_refusal(versions, what)
         version = loaded? ? ::JSON::VERSION : predicted_version
         return nil if versions.include?(version)
         return "json not found on the load path" if version.nil?
 
-        source = loaded? ? "" : " (read from json/version.rb)"
+        source = loaded? ? "" : " (expected, not loaded yet)"
         "json #{version}#{source}#{what} is not proven (proven: #{versions.join(', ')})"
       end
 
-      # The VERSION json/version.rb on the load path states (what `require "json"` would
-      # load, short of RubyGems activating another installed json), or nil.
+      # The json version `require "json"` would load, without loading it: the json gem
+      # RubyGems has activated (Bundler's, say), else the newest one installed (json is a
+      # default gem, and RubyGems' require activates the newest version of a default
+      # gem: Debian's Ruby 3.3 ships json 2.7.2 and loads an installed 2.9.1), else what
+      # json/version.rb on the load path states (no RubyGems); nil if none is found.
       def predicted_version
+        if defined?(::Gem::Specification)
+          spec = ::Gem.loaded_specs["json"] || ::Gem::Specification.find_all_by_name("json").max_by(&:version)
+          return spec.version.to_s if spec
+        end
         type, path = $LOAD_PATH.resolve_feature_path("json/version")
         return nil unless type == :rb
 

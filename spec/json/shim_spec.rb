@@ -23,8 +23,8 @@ RSpec.describe "rusty_stdlib/json shim" do
     report = 'p [defined?(::JSON).inspect, RustyStdlib.status[:json], RustyStdlib::JSON.installed_now?, ' \
              'defined?(::JSON) && ::JSON.parser, RustyStdlib::JSON.generator_status]'
 
-    def run_child(code)
-      out, err, status = ruby_run(code)
+    def run_child(code, env: {})
+      out, err, status = ruby_run(code, env: env)
       expect([err, status.success?]).to eq(["", true])
       out.lines.map(&:chomp)
     end
@@ -43,15 +43,27 @@ RSpec.describe "rusty_stdlib/json shim" do
       expect(run_child(%(require "json"\nrequire "rusty_stdlib"\n#{report}))).to eq([installed])
     end
 
-    it "stays out when the json on the load path, or the one that loads, is not proven" do
+    it "stays out when the json it expects, or the one that loads, is not proven" do
+      refused = lambda do |version|
+        ["[\"nil\", \"json #{version} (expected, not loaded yet) is not proven (proven: " \
+         "#{RustyStdlib::JSON::PROVEN_VERSIONS.join(', ')})\", false, nil, " \
+         "\"json #{version} (expected, not loaded yet) generator is not proven (proven: " \
+         "#{RustyStdlib::JSON::GENERATOR_PROVEN_VERSIONS.join(', ')})\"]"]
+      end
       Dir.mktmpdir do |dir|
+        # RubyGems' require loads the newest installed json gem: a json 9.9.9 installed.
+        FileUtils.mkdir_p(File.join(dir, "gems", "specifications"))
+        File.write(File.join(dir, "gems", "specifications", "json-9.9.9.gemspec"),
+                   %(Gem::Specification.new { |s| s.name = "json"; s.version = "9.9.9"; s.summary = "fake"; s.authors = ["x"] }\n))
+        gem_path = [File.join(dir, "gems"), *Gem.path].join(File::PATH_SEPARATOR)
+        out = run_child(%(require "rusty_stdlib"\n#{report}), env: { "GEM_PATH" => gem_path })
+        expect(out).to eq(refused.call("9.9.9"))
+        # Without RubyGems: json/version.rb on the load path.
         FileUtils.mkdir_p(File.join(dir, "predicted", "json"))
-        File.write(File.join(dir, "predicted", "json", "version.rb"), "module JSON\n  VERSION = '9.9.9'\nend\n")
-        out = run_child(%($LOAD_PATH.unshift(#{File.join(dir, 'predicted').inspect})\nrequire "rusty_stdlib"\n#{report}))
-        expect(out).to eq(['["nil", "json 9.9.9 (read from json/version.rb) is not proven (proven: ' \
-                           "#{RustyStdlib::JSON::PROVEN_VERSIONS.join(', ')})\", false, nil, " \
-                           "\"json 9.9.9 (read from json/version.rb) generator is not proven (proven: " \
-                           "#{RustyStdlib::JSON::GENERATOR_PROVEN_VERSIONS.join(', ')})\"]"])
+        File.write(File.join(dir, "predicted", "json", "version.rb"), "module JSON\n  VERSION = '9.9.8'\nend\n")
+        out = run_child(%($LOAD_PATH.unshift(#{File.join(dir, 'predicted').inspect})\nrequire "rusty_stdlib"\n#{report}),
+                        env: { "RUBYOPT" => "--disable-gems" })
+        expect(out).to eq(refused.call("9.9.8"))
 
         # A json.rb that loads the real one and then says it is another version.
         real = $LOAD_PATH.resolve_feature_path("json").last
