@@ -4,9 +4,11 @@ require "fileutils"
 require "tmpdir"
 
 RSpec.describe "The shim (lib/rusty_stdlib)" do
-  # Prints what a user would look at: installed modules, whose SHA256 this is, a digest.
+  # Prints what a user would look at: installed modules, whose SHA256 this is, a digest
+  # (requiring digest first, as an app does: rusty_stdlib loads it only to install ours).
   report = <<~RUBY
     p RustyStdlib.installed
+    require "digest"
     p Digest::SHA256.instance_method(:update).owner == Digest::Base ? :stdlib : :ours
     puts Digest::SHA256.hexdigest("abc")
   RUBY
@@ -32,6 +34,10 @@ RSpec.describe "The shim (lib/rusty_stdlib)" do
   end
 
   it "keeps the stdlib with RUSTY_STDLIB=off, and picks modules by name" do
+    # Off, it loads none of the libraries it would replace.
+    loaded, err, = ruby_run(%(require "rusty_stdlib"\np $LOADED_FEATURES.grep(%r{/(digest|json|net/http|uri)\\.(rb|so)\\z}).grep_v(/rusty_stdlib/)),
+                            env: { "RUSTY_STDLIB" => "off" })
+    expect([loaded, err]).to eq(["[]\n", ""])
     off, err, = ruby_run(%(require "rusty_stdlib"\n#{report}\np RustyStdlib.status[:digest]),
                          env: { "RUSTY_STDLIB" => "off" })
     expect(err).to eq("")

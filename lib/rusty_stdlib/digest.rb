@@ -1,7 +1,6 @@
 # frozen_string_literal: true
 
 require_relative "activation"
-require "digest"
 
 module RustyStdlib
   # Digest::MD5, SHA1, SHA256, SHA384, SHA512, RMD160 and SHA2 on Rust.
@@ -19,7 +18,10 @@ module RustyStdlib
     @stdlib = {}
 
     class << self
+      # Loads digest (only here, once the module is enabled: with RUSTY_STDLIB=off,
+      # requiring rusty_stdlib loads nothing of the stdlib).
       def unsupported_reason
+        require "digest"
         return nil if PROVEN_VERSIONS.include?(::Digest::VERSION)
 
         "digest #{::Digest::VERSION} is not proven (#{PROVEN_VERSIONS.join(', ')} are)"
@@ -52,7 +54,7 @@ module RustyStdlib
       # Loaded first so that a later `require "digest/sha2"` is a no-op and cannot
       # redefine what we installed.
       def load_stdlib
-        %w[digest/md5 digest/sha1 digest/sha2 digest/rmd160].each { |lib| require lib }
+        %w[digest digest/md5 digest/sha1 digest/sha2 digest/rmd160].each { |lib| require lib }
       end
     end
   end
