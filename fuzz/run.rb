@@ -21,6 +21,11 @@ require File.join(spec, "support", "parity")
 require_relative "target"
 require_relative "mutation"
 Dir[File.join(__dir__, "targets", "*.rb")].sort.each { |f| require f }
+# Every module ours now (JSON goes in when the targets require json): a target must not
+# compare the stdlib with itself.
+not_ours = RustyStdlib::MODULES - RustyStdlib.installed
+not_ours |= [:json] unless RustyStdlib::JSON.installed_now?
+abort "fuzz: not installed: #{not_ours.map { |m| "#{m} (#{RustyStdlib.status[m]})" }.join(', ')}" unless not_ours.empty?
 
 module Fuzz
   # Where the shared test data lives (as spec/spec_helper.rb finds it); nil on a user's
