@@ -531,6 +531,13 @@ struct Gen<'s> {
     /// The state's layout, copied at the start as the gem does (borrowed when it is the
     /// default one, which saves the copy on the option-less path).
     cfg: Cow<'s, Config>,
+    /// The switches read for every String and pair, copied out of `cfg` (read through
+    /// the Cow, each costs a branch and a load).
+    ascii_only: bool,
+    escape_slash: bool,
+    escape_separators: bool,
+    /// Whether `object_nl` or `indent` is set (the compact layout writes neither).
+    object_layout: bool,
     object_delim2: Cow<'static, [u8]>,
     array_delim: Cow<'static, [u8]>,
     out: Vec<u8>,
@@ -598,6 +605,10 @@ impl<'s> Gen<'s> {
             cur: state,
             spill_pending: false,
             spilled_from: None,
+            ascii_only: cfg.ascii_only,
+            escape_slash: cfg.escape_slash,
+            escape_separators: cfg.escape_separators,
+            object_layout: cfg.object_nl.is_some() || cfg.indent.is_some(),
             cfg,
             object_delim2,
             array_delim,
@@ -925,7 +936,31 @@ impl Gen<'_> {
         Ok(())
     }
 
+    /// A String: inline for the common case (UTF-8 or US-ASCII whose cached code range
+    /// says it needs no checks), else `string_checked`.
+    #[inline(always)]
     fn string(&mut self, ruby: &Ruby, s: RString) -> Result<(), Error> {
+        let raw = s.as_raw();
+        let index = encoding_index(raw);
+        let cached = flags(raw) & ruby_coderange_type::RUBY_ENC_CODERANGE_MASK as VALUE;
+        let known_good = (index == self.utf8 || index == self.usascii)
+            && (cached == ruby_coderange_type::RUBY_ENC_CODERANGE_7BIT as VALUE
+                || (cached == ruby_coderange_type::RUBY_ENC_CODERANGE_VALID as VALUE
+                    && !self.ascii_only
+                    && index == self.utf8));
+        if !known_good {
+            return self.string_checked(ruby, s);
+        }
+        let mark = self.out.len();
+        core::quote_valid_utf8(unsafe { s.as_slice() }, self.escape_slash, &mut self.out);
+        if self.escape_separators {
+            core::escape_js_separators(&mut self.out, mark);
+        }
+        Ok(())
+    }
+
+    #[inline(never)]
+    fn string_checked(&mut self, ruby: &Ruby, s: RString) -> Result<(), Error> {
         let mut s = s;
         let index = encoding_index(s.as_raw());
         if index != self.utf8 && index != self.usascii && self.dialect == Dialect::V2_9 {
@@ -946,12 +981,12 @@ impl Gen<'_> {
         let coderange = coderange(s.as_raw());
         let known_good = coderange == ruby_coderange_type::RUBY_ENC_CODERANGE_7BIT as u32
             || (coderange == ruby_coderange_type::RUBY_ENC_CODERANGE_VALID as u32
-                && !self.cfg.ascii_only
+                && !self.ascii_only
                 && encoding_index(s.as_raw()) == self.utf8);
         let mark = self.out.len();
         if known_good {
-            core::quote_valid_utf8(bytes, self.cfg.escape_slash, &mut self.out);
-            if self.cfg.escape_separators {
+            core::quote_valid_utf8(bytes, self.escape_slash, &mut self.out);
+            if self.escape_separators {
                 core::escape_js_separators(&mut self.out, mark);
             }
             return Ok(());
@@ -964,17 +999,14 @@ impl Gen<'_> {
             return Err(generator_error(ruby, self.dialect, message, s.as_value()));
         }
         self.out.push(b'"');
-        if let Err(e) = core::escape_string(
-            bytes,
-            self.cfg.ascii_only,
-            self.cfg.escape_slash,
-            &mut self.out,
-        ) {
+        if let Err(e) =
+            core::escape_string(bytes, self.ascii_only, self.escape_slash, &mut self.out)
+        {
             self.ruby_needed(ruby)?;
             return Err(binary_message_error(ruby, "GeneratorError", e.message()));
         }
         self.out.push(b'"');
-        if self.cfg.escape_separators && !self.cfg.ascii_only {
+        if self.escape_separators && !self.ascii_only {
             core::escape_js_separators(&mut self.out, mark);
         }
         Ok(())
@@ -1104,10 +1136,12 @@ impl Gen<'_> {
         if !first {
             self.out.push(b',');
         }
-        if let Some(nl) = &self.cfg.object_nl {
-            self.out.extend_from_slice(nl);
+        if self.object_layout {
+            if let Some(nl) = &self.cfg.object_nl {
+                self.out.extend_from_slice(nl);
+            }
+            push_indent(&mut self.out, &self.cfg.indent, depth);
         }
-        push_indent(&mut self.out, &self.cfg.indent, depth);
         if let Some(keys) = &self.keys {
             if let (true, Some(written)) = (self.unprotected > 0, keys.get(key.as_raw())) {
                 core::push_bytes(&mut self.out, written);
