@@ -538,6 +538,8 @@ struct Gen<'s> {
     escape_separators: bool,
     /// Whether `object_nl` or `indent` is set (the compact layout writes neither).
     object_layout: bool,
+    /// Whether `object_delim2` is the compact layout's `:`.
+    colon_only: bool,
     object_delim2: Cow<'static, [u8]>,
     array_delim: Cow<'static, [u8]>,
     out: Vec<u8>,
@@ -609,6 +611,7 @@ impl<'s> Gen<'s> {
             escape_slash: cfg.escape_slash,
             escape_separators: cfg.escape_separators,
             object_layout: cfg.object_nl.is_some() || cfg.indent.is_some(),
+            colon_only: &object_delim2[..] == b":",
             cfg,
             object_delim2,
             array_delim,
@@ -1164,7 +1167,11 @@ impl Gen<'_> {
             check_type(s, ruby_value_type::RUBY_T_STRING)?;
             self.value(ruby, s)?;
         }
-        core::push_bytes(&mut self.out, &self.object_delim2);
+        if self.colon_only {
+            self.out.push(b':');
+        } else {
+            core::push_bytes(&mut self.out, &self.object_delim2);
+        }
         if let (Some(keys), true) = (&mut self.keys, self.unprotected > 0) {
             let written = &self.out[mark..];
             if written.len() <= key_cache::MAX_LEN {
