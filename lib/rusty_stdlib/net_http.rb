@@ -50,6 +50,18 @@ module RustyStdlib
       chunked_body: { "Net::HTTP::VERSION" => %w[0.2.0 0.4.1] },
     }.freeze
 
+    # The Ractor rusty_stdlib was loaded in. The native codec runs only there; in other
+    # Ractors the response, request and body pieces hand every call to the stdlib's
+    # method, which works there, or fails, as it does without us (Ruby 3.3's net-http
+    # writes requests in any Ractor; reading a response fails on a non-shareable
+    # constant). The form codec and header names are Ractor-safe (spec/net_http/ractor_spec.rb).
+    MAIN_RACTOR = Ractor.current
+
+    # Whether the native codec may run in the current Ractor.
+    def self.native_here?
+      Ractor.current.equal?(MAIN_RACTOR)
+    end
+
     # URI's form codec (the stdlib's defaults, passed on to it as given or defaulted).
     module URIForm
       def encode_www_form_component(str, enc = nil)
@@ -95,6 +107,8 @@ module RustyStdlib
       # put them, and status line and head are consumed at once. Otherwise each step
       # is the stdlib's.
       def read_new(sock) # :nodoc:
+        return __rusty_stdlib_stdlib_read_new(sock) unless NetHttp.native_here?
+
         if ResponseHead.buffered_io?(sock) && ResponseHead.readers_ours?(self)
           # Filled until it holds a line, as readline's readuntil does (with its errors).
           sock.__send__(:rbuf_fill) while (status = Native.buffered_status_line(sock)) == false
@@ -129,9 +143,11 @@ module RustyStdlib
       private
 
       def read_status_line(sock)
-        # Another kind of socket (or none, by mistake): the stdlib's method, whose errors
-        # quote its own line (error_highlight).
-        return __rusty_stdlib_stdlib_read_status_line(sock) unless ResponseHead.buffered_io?(sock)
+        # Another kind of socket (or none, by mistake), or another Ractor: the stdlib's
+        # method, whose errors quote its own line (error_highlight).
+        unless ResponseHead.buffered_io?(sock) && NetHttp.native_here?
+          return __rusty_stdlib_stdlib_read_status_line(sock)
+        end
 
         str = ResponseHead.readline(sock)
         captures = Native.status_line(str)
@@ -176,7 +192,9 @@ module RustyStdlib
       # field), so a block that raises or breaks leaves it where the stdlib would.
       # Otherwise each binary line is taken apart natively; other lines (from a caller's
       # own socket object) go through the stdlib's own statements.
-      def each_response_header(sock)
+      def each_response_header(sock, &block)
+        return __rusty_stdlib_stdlib_each_response_header(sock, &block) unless NetHttp.native_here?
+
         if ResponseHead.buffered_io?(sock) && (fields = Native.header_block(sock))
           taken = 0
           i = 1
@@ -235,7 +253,7 @@ module RustyStdlib
       def write_header(sock, ver, path)
         # Only into a Net::BufferedIO: a `sock` without `write` raises from the
         # stdlib's own line then.
-        head = ResponseHead.buffered_io?(sock) && RequestHead.stock?(self) &&
+        head = ResponseHead.buffered_io?(sock) && NetHttp.native_here? && RequestHead.stock?(self) &&
                Native.request_head(@method, path, ver, @header)
         return __rusty_stdlib_stdlib_write_header(sock, ver, path) unless head
 
@@ -281,7 +299,7 @@ module RustyStdlib
       # ext/rusty_stdlib/src/net_http/body.rs): read_chunked straight away, as the
       # inflater's block does. Everything else: the stdlib's.
       def read_body_0(dest) # :nodoc:
-        plain = (!Net::HTTP::HAVE_ZLIB || !@decode_content) && Native.plain_chunked(self)
+        plain = NetHttp.native_here? && (!Net::HTTP::HAVE_ZLIB || !@decode_content) && Native.plain_chunked(self)
         return __rusty_stdlib_stdlib_read_body_0(dest) unless plain
 
         read_chunked dest, @socket
@@ -291,7 +309,7 @@ module RustyStdlib
       def read_chunked(dest, chunk_data_io) # :nodoc:
         sock = @socket
         # Through an inflater (gzip/deflate) or a socket of another class: the stdlib.
-        unless chunk_data_io.equal?(sock) && ResponseHead.buffered_io?(sock)
+        unless chunk_data_io.equal?(sock) && ResponseHead.buffered_io?(sock) && NetHttp.native_here?
           return __rusty_stdlib_stdlib_read_chunked(dest, chunk_data_io)
         end
 
