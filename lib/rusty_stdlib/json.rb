@@ -140,7 +140,9 @@ module RustyStdlib
       # Whether the json gem's C extension is loaded (completely: we look only after a
       # require returned, see RequireWatch).
       def loaded?
-        defined?(::JSON::VERSION) && defined?(::JSON::Ext::Parser) && defined?(::JSON::Ext::Generator::State) ? true : false
+        return false unless defined?(::JSON::VERSION) && defined?(::JSON::Ext::Parser)
+
+        defined?(::JSON::Ext::Generator::State) ? true : false
       end
 
       # Why the loaded json (or, before it loads, the one predicted_version expects) is
