@@ -148,11 +148,12 @@ module RustyStdlib
       # Why the loaded json (or, before it loads, the one predicted_version expects) is
       # not among `versions`, or nil.
       def version_refusal(versions, what)
-        version = loaded? ? ::JSON::VERSION : predicted_version
+        loaded = loaded?
+        version = loaded ? ::JSON::VERSION : predicted_version
         return nil if versions.include?(version)
         return "json not found on the load path" if version.nil?
 
-        source = loaded? ? "" : " (expected, not loaded yet)"
+        source = loaded ? "" : " (expected, not loaded yet)"
         "json #{version}#{source}#{what} is not proven (proven: #{versions.join(', ')})"
       end
 

@@ -23,24 +23,18 @@ RSpec.describe "rusty_stdlib/json shim" do
     report = 'p [defined?(::JSON).inspect, RustyStdlib.status[:json], RustyStdlib::JSON.installed_now?, ' \
              'defined?(::JSON) && ::JSON.parser, RustyStdlib::JSON.generator_status]'
 
-    def run_child(code, env: {})
-      out, err, status = ruby_run(code, env: env)
-      expect([err, status.success?]).to eq(["", true])
-      out.lines.map(&:chomp)
-    end
-
     it "loads no json, and installs when the app requires it, directly or inside another file" do
       skip "json not proven here: #{RustyStdlib.status[:json]}" unless JSONParity.installed?
 
       installed = '["\"constant\"", :installed, true, RustyStdlib::JSON::Parser, :installed]'
-      expect(run_child(%(require "rusty_stdlib"\np $LOADED_FEATURES.grep(%r{/json/(common|version|ext)})\n#{report}\nrequire "json"\n#{report})))
+      expect(ruby_run_lines(%(require "rusty_stdlib"\np $LOADED_FEATURES.grep(%r{/json/(common|version|ext)})\n#{report}\nrequire "json"\n#{report})))
         .to eq(["[]", '["nil", :installed, false, nil, "waiting for json to be required"]', installed])
       Dir.mktmpdir do |dir|
         File.write(File.join(dir, "lib.rb"), %(require "json/ext"\n$during = RustyStdlib::JSON.installed_now?\n))
-        out = run_child(%(require "rusty_stdlib"\nrequire #{File.join(dir, 'lib').inspect}\np $during\n#{report}))
+        out = ruby_run_lines(%(require "rusty_stdlib"\nrequire #{File.join(dir, 'lib').inspect}\np $during\n#{report}))
         expect(out).to eq(["false", installed])
       end
-      expect(run_child(%(require "json"\nrequire "rusty_stdlib"\n#{report}))).to eq([installed])
+      expect(ruby_run_lines(%(require "json"\nrequire "rusty_stdlib"\n#{report}))).to eq([installed])
     end
 
     it "stays out when the json it expects, or the one that loads, is not proven" do
@@ -56,12 +50,12 @@ RSpec.describe "rusty_stdlib/json shim" do
         File.write(File.join(dir, "gems", "specifications", "json-9.9.9.gemspec"),
                    %(Gem::Specification.new { |s| s.name = "json"; s.version = "9.9.9"; s.summary = "fake"; s.authors = ["x"] }\n))
         gem_path = [File.join(dir, "gems"), *Gem.path].join(File::PATH_SEPARATOR)
-        out = run_child(%(require "rusty_stdlib"\n#{report}), env: { "GEM_PATH" => gem_path })
+        out = ruby_run_lines(%(require "rusty_stdlib"\n#{report}), env: { "GEM_PATH" => gem_path })
         expect(out).to eq(refused.call("9.9.9"))
         # Without RubyGems: json/version.rb on the load path.
         FileUtils.mkdir_p(File.join(dir, "predicted", "json"))
         File.write(File.join(dir, "predicted", "json", "version.rb"), "module JSON\n  VERSION = '9.9.8'\nend\n")
-        out = run_child(%($LOAD_PATH.unshift(#{File.join(dir, 'predicted').inspect})\nrequire "rusty_stdlib"\n#{report}),
+        out = ruby_run_lines(%($LOAD_PATH.unshift(#{File.join(dir, 'predicted').inspect})\nrequire "rusty_stdlib"\n#{report}),
                         env: { "RUBYOPT" => "--disable-gems" })
         expect(out).to eq(refused.call("9.9.8"))
 
@@ -70,7 +64,7 @@ RSpec.describe "rusty_stdlib/json shim" do
         FileUtils.mkdir_p(File.join(dir, "other"))
         File.write(File.join(dir, "other", "json.rb"),
                    %(require #{real.inspect}\nJSON.send(:remove_const, :VERSION)\nJSON::VERSION = "9.9.9"\n))
-        out = run_child(%($LOAD_PATH.unshift(#{File.join(dir, 'other').inspect})\nrequire "rusty_stdlib"\n) +
+        out = ruby_run_lines(%($LOAD_PATH.unshift(#{File.join(dir, 'other').inspect})\nrequire "rusty_stdlib"\n) +
                         %(p RustyStdlib.installed.include?(:json)\nrequire "json"\n#{report}\np RustyStdlib.installed))
         next unless out.first == "true" # the real json is not proven here either
 

@@ -10,16 +10,10 @@ RSpec.describe "RustyStdlib::NetHttp's lazy install" do
     p [RustyStdlib.installed.include?(:net_http), RustyStdlib.status[:net_http], RustyStdlib::NetHttp.pieces]
   RUBY
 
-  def run(code, env: {})
-    out, err, status = ruby_run(code, env: env)
-    expect([err, status.success?]).to eq(["", true])
-    out.lines.map(&:chomp)
-  end
-
   all = %i[uri_form header_names response_head request_head chunked_body]
 
   it "loads neither net/http nor uri, and installs each piece when its stdlib is required" do
-    out = run(<<~RUBY)
+    out = ruby_run_lines(<<~RUBY)
       require "rusty_stdlib"
       p $LOADED_FEATURES.grep(%r{/(net/http|uri)\\.rb\\z})
       #{report}
@@ -34,15 +28,16 @@ RSpec.describe "RustyStdlib::NetHttp's lazy install" do
   end
 
   it "installs at once when net/http was required first, or via net/https and a nested require" do
-    expect(run(%(require "net/http"\nrequire "rusty_stdlib"\n#{report}))).to eq(["[true, :installed, #{all.inspect}]"])
-    expect(run(%(require "rusty_stdlib"\nrequire "net/https"\n#{report}))).to eq(["[true, :installed, #{all.inspect}]"])
-    expect(run(%(require "rusty_stdlib"\nrequire "open-uri"\nrequire "net/http"\n#{report}))).to eq(["[true, :installed, #{all.inspect}]"])
+    installed = ["[true, :installed, #{all.inspect}]"]
+    expect(ruby_run_lines(%(require "net/http"\nrequire "rusty_stdlib"\n#{report}))).to eq(installed)
+    expect(ruby_run_lines(%(require "rusty_stdlib"\nrequire "net/https"\n#{report}))).to eq(installed)
+    expect(ruby_run_lines(%(require "rusty_stdlib"\nrequire "open-uri"\nrequire "net/http"\n#{report}))).to eq(installed)
   end
 
   it "installs after net/http is loaded by Kernel.require, an absolute path or a .rb suffix" do
     absolute = $LOADED_FEATURES.grep(%r{/net/http\.rb\z}).first
     ["Kernel.require 'net/http'", "require #{absolute.inspect}", "require 'net/http.rb'"].each do |load|
-      out = run(%(require "rusty_stdlib"\n#{load}\n#{report}))
+      out = ruby_run_lines(%(require "rusty_stdlib"\n#{load}\n#{report}))
       expect(out).to eq(["[true, :installed, #{all.inspect}]"]), load
     end
   end
@@ -52,7 +47,7 @@ RSpec.describe "RustyStdlib::NetHttp's lazy install" do
       File.write(File.join(dir, "client.rb"), %(require "json"\nrequire_relative "deeper"\n))
       File.write(File.join(dir, "deeper.rb"), %(require_relative "uses_http"\n$during = RustyStdlib::NetHttp.pieces\n))
       File.write(File.join(dir, "uses_http.rb"), %(require "net/http.rb"\n))
-      out = run(%(require "rusty_stdlib"\nrequire #{File.join(dir, 'client').inspect}\np $during\n#{report}))
+      out = ruby_run_lines(%(require "rusty_stdlib"\nrequire #{File.join(dir, 'client').inspect}\np $during\n#{report}))
       expect(out).to eq(["[:uri_form]", "[true, :installed, #{all.inspect}]"])
     end
   end
@@ -88,7 +83,7 @@ RSpec.describe "RustyStdlib::NetHttp's lazy install" do
   end
 
   it "installs nothing and watches no require with RUSTY_STDLIB=off" do
-    out = run(%(require "rusty_stdlib"\nrequire "net/http"\n#{report}\np [Kernel.ancestors, Kernel.singleton_class.ancestors].flatten.grep(/RustyStdlib/)),
+    out = ruby_run_lines(%(require "rusty_stdlib"\nrequire "net/http"\n#{report}\np [Kernel.ancestors, Kernel.singleton_class.ancestors].flatten.grep(/RustyStdlib/)),
               env: { "RUSTY_STDLIB" => "off" })
     expect(out).to eq(['[false, "disabled by RUSTY_STDLIB=off", []]', "[]"])
   end

@@ -13,6 +13,13 @@ module Subprocess
     Open3.capture3(env, RbConfig.ruby, "-w", "-I", lib, "-e", code, chdir: chdir)
   end
 
+  # `ruby_run` of code that must succeed without a word on stderr: its stdout's lines.
+  def ruby_run_lines(code, env: {})
+    out, err, status = ruby_run(code, env: env)
+    expect([err, status.success?]).to eq(["", true])
+    out.lines.map(&:chomp)
+  end
+
   # Runs the code the block gives for `ours` = true (it should require rusty_stdlib) and
   # for `ours` = false (the stdlib alone), each in its own process that must succeed and
   # print a Marshal dump. Returns [[ours_value, ours_stderr], [stdlib_value, stdlib_stderr]].
