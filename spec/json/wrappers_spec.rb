@@ -63,4 +63,35 @@ RSpec.describe "JSON.parse / JSON.generate under an app's wrappers" do
       end
     end
   end
+
+  # The gem's JSON.generate(obj) is `State.new.generate(obj)` with whatever JSON::State
+  # names at that moment; ours writes it natively only while that is our State, and
+  # remembers that answer until a constant changes (ext/rusty_stdlib/src/helpers/
+  # constants.rs). An app that points JSON::State elsewhere after a first generate, and
+  # back, must see its State used and then ours again, as with the gem.
+  it "follows JSON::State when an app replaces it between calls" do
+    script = lambda do |ours|
+      <<~RUBY
+        #{'require "rusty_stdlib"' if ours}
+        require "json"
+        doc = { "a" => [1, "x"] }
+        results = [JSON.generate(doc)]
+        original = JSON::State
+        logging = Class.new(original) do
+          def generate(obj, *) = "logged:" + super
+        end
+        $VERBOSE = nil # "already initialized constant"
+        JSON.const_set(:State, logging)
+        results << JSON.generate(doc) << JSON.generate(doc, nil)
+        JSON.const_set(:State, original)
+        $VERBOSE = true
+        results << JSON.generate(doc)
+        results << #{ours ? 'RustyStdlib::JSON.plain?(:generate)' : 'true'}
+        print Marshal.dump(results)
+      RUBY
+    end
+    (ours, ours_err), (stdlib, stdlib_err) = run_with_and_without_ours { |with_ours| script.call(with_ours) }
+    expect([ours, ours_err]).to eq([stdlib, stdlib_err])
+    expect(stdlib).to eq(['{"a":[1,"x"]}', 'logged:{"a":[1,"x"]}', 'logged:{"a":[1,"x"]}', '{"a":[1,"x"]}', true])
+  end
 end

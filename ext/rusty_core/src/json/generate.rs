@@ -284,7 +284,7 @@ fn needs_escape(s: &[u8], slash: bool) -> bool {
 /// A JSON string `"..."` of `s`, which the caller knows to be well-formed UTF-8 (without
 /// `ascii_only`) or plain ASCII (with or without it): one reserve and one copy when no
 /// byte needs an escape, as in most strings.
-#[inline]
+#[inline(always)]
 pub fn quote_valid_utf8(s: &[u8], escape_slash: bool, out: &mut Vec<u8>) {
     if needs_escape(s, escape_slash) {
         out.push(b'"');

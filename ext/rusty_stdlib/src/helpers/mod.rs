@@ -1,5 +1,6 @@
 //! Small pieces every binding needs: GVL release, string locking, raw object reads.
 
+pub mod constants;
 pub mod error;
 pub mod hash;
 pub mod nogvl;

@@ -33,6 +33,7 @@ mod state_v2_9;
 
 use super::dialect::Dialect;
 use super::key_cache::{self, KeyCache};
+use crate::helpers::constants::Remembered;
 use crate::helpers::error::c_error;
 use crate::helpers::raw::{class_of, flags, set_encoding_index};
 use crate::helpers::reentry::once;
@@ -717,8 +718,12 @@ fn plain_generate(ruby: &Ruby, rb_self: Value, args: &[Value]) -> Result<Value, 
     if let Some(obj) = plain {
         // What the gem's `State` names (looked up in `JSON`, as common.rb's code does).
         let module = rb_self.as_raw();
-        let state = protect(|| unsafe { rb_sys::rb_const_get(module, state_id()) })?;
-        if state == ruby.get_inner(&STATE_CLASS).as_raw() {
+        let ours = ruby.get_inner(&STATE_CLASS).as_raw();
+        let state_is_ours = STATE_IS_OURS.check(module, || {
+            protect(|| unsafe { rb_sys::rb_const_get(module, state_id()) })
+                .map(|state| state == ours)
+        })?;
+        if state_is_ours {
             if let Some(result) = try_generate(ruby, obj)? {
                 return Ok(result.as_value());
             }
@@ -726,6 +731,14 @@ fn plain_generate(ruby: &Ruby, rb_self: Value, args: &[Value]) -> Result<Value, 
     }
     STDLIB_GENERATE.call(rb_self, args)
 }
+
+thread_local! {
+    static STATE_ANSWER: std::cell::Cell<(VALUE, u64)> = const { std::cell::Cell::new((0, 0)) };
+}
+
+/// Whether `JSON::State` (as `plain_generate`'s receiver names it) is ours, remembered
+/// while no constant changes.
+static STATE_IS_OURS: Remembered = Remembered::new(&STATE_ANSWER);
 
 /// The gem's JSON.generate, kept by the swap as a private alias.
 static STDLIB_GENERATE: Replaced = Replaced::new(c"__rusty_stdlib_stdlib_generate");
