@@ -238,6 +238,29 @@ RSpec.describe "RustyStdlib::JSON::Generator" do
       end
     end
 
+    # A String whose code range Ruby has not cached yet (fresh from `force_encoding`, as
+    # from a database driver or a file) gets it from our own scan for UTF-8 and US-ASCII
+    # (`scan_coderange` in generator.rs), cached in the String as Ruby's scan would: its
+    # output must be the gem's, and what Ruby answers about the String afterwards too.
+    it "finds and caches the code range of fresh Strings as Ruby's scan would" do
+      long = "a" * 40
+      samples = ["", "plain", "caf\u00e9 \u6771\u4eac \u{1f600}", "\u{10ffff}\u{d7ff}\u{e000}",
+                 "\xed\xa0\x80", "\xc0\xaf", "\xe0\x80\xaf", "\xf4\x90\x80\x80", "\xf5\x80\x80\x80",
+                 "abc\xe6\x9d", "\x80", "\xff", "#{long}\u00e9#{long}", "#{long}\xff#{long}", "#{long}\t"]
+      samples.map(&:b).product(%w[UTF-8 US-ASCII]).each do |bytes, encoding|
+        expect_gen_parity do
+          # (A Hash key would not do: making one scans the String for its hash.)
+          string = bytes.dup.force_encoding(encoding)
+          written = begin
+            JSON.generate([1, { "k" => string }])
+          rescue JSON::GeneratorError => e
+            [e.class, e.message]
+          end
+          [written, string.valid_encoding?, string.ascii_only?]
+        end
+      end
+    end
+
     # Hashes of core values are walked table by table, not through rb_hash_foreach
     # (ext/rusty_stdlib/src/helpers/hash.rs): the order must stay the gem's in small and
     # large tables alike, past deleted entries and after a rehash.

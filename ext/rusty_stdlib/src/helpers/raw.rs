@@ -43,3 +43,14 @@ pub fn set_encoding_index(s: VALUE, idx: i32) {
     // SAFETY: `s` is a live String that no other code is touching.
     unsafe { (*basic).flags = ((*basic).flags & !MASK) | (((idx as VALUE) << SHIFT) & MASK) };
 }
+
+/// `ENC_CODERANGE_SET` (public in Ruby's headers): caches code range `range` (one of
+/// `ruby_coderange_type`'s) in String `s`'s flags, as `rb_enc_str_coderange` does once
+/// it has scanned a String; `range` must be what that scan would find.
+#[inline]
+pub fn set_coderange(s: VALUE, range: u32) {
+    const MASK: VALUE = rb_sys::ruby_coderange_type::RUBY_ENC_CODERANGE_MASK as VALUE;
+    let basic = s as *mut rb_sys::RBasic;
+    // SAFETY: `s` is a live String; only its code range bits change.
+    unsafe { (*basic).flags = ((*basic).flags & !MASK) | (range as VALUE & MASK) };
+}
