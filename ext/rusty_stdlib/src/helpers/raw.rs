@@ -31,6 +31,20 @@ pub fn str_bytes<'a>(s: VALUE) -> &'a [u8] {
     }
 }
 
+/// The encoding index of the live String `s`: `ENCODING_GET_INLINED` (public in Ruby's
+/// headers) from its flags, or `rb_enc_get_index` for an index too large to be kept
+/// there. (rb_enc_get_index's own checks show in profiles of many short strings.)
+#[inline(always)]
+pub fn encoding_index(s: VALUE) -> i32 {
+    use rb_sys::ruby_encoding_consts::*;
+    let inline = (flags(s) & RUBY_ENCODING_MASK as VALUE) >> RUBY_ENCODING_SHIFT as u32;
+    if inline == RUBY_ENCODING_INLINE_MAX as VALUE {
+        unsafe { rb_sys::rb_enc_get_index(s) }
+    } else {
+        inline as i32
+    }
+}
+
 /// `ENCODING_SET_INLINED` (public in Ruby's headers) on a String just made by
 /// `rb_str_new`, whose encoding bits are binary's 0: `idx` must be an inline index
 /// (below `ENCODING_INLINE_MAX`), as UTF-8's and US-ASCII's always are. Saves

@@ -35,7 +35,9 @@ use super::dialect::Dialect;
 use super::key_cache::{self, KeyCache};
 use crate::helpers::constants::Remembered;
 use crate::helpers::error::c_error;
-use crate::helpers::raw::{class_of, flags, set_coderange, set_encoding_index, str_bytes};
+use crate::helpers::raw::{
+    class_of, encoding_index, flags, set_coderange, set_encoding_index, str_bytes,
+};
 use crate::helpers::reentry::once;
 use crate::helpers::replaced::Replaced;
 
@@ -208,18 +210,6 @@ fn fixnum(v: Value) -> Result<i64, Error> {
 
 fn binary(ruby: &Ruby, bytes: &Option<Vec<u8>>) -> RString {
     ruby.str_from_slice(bytes.as_deref().unwrap_or(b""))
-}
-
-/// `rb_enc_get_index` for a String: the index kept in its flags, unless too large to fit.
-#[inline(always)]
-fn encoding_index(s: VALUE) -> i32 {
-    use rb_sys::ruby_encoding_consts::*;
-    let inline = (flags(s) & RUBY_ENCODING_MASK as VALUE) >> RUBY_ENCODING_SHIFT as u32;
-    if inline == RUBY_ENCODING_INLINE_MAX as VALUE {
-        unsafe { rb_sys::rb_enc_get_index(s) }
-    } else {
-        inline as i32
-    }
 }
 
 /// `rb_enc_str_coderange`: the code range cached in a String's flags, else found (and

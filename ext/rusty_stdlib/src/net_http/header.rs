@@ -13,8 +13,9 @@ use rusty_core::net_http::header;
 use super::ids::id;
 use super::strings::{
     ascii_compatible, ascii_only, binary_index, encindex, exact_string, is_exact, new_with_index,
-    raw_encindex, usascii_index,
+    usascii_index,
 };
+use crate::helpers::raw::encoding_index;
 use crate::helpers::replaced::Replaced;
 
 /// `name.to_s.split(/-/).map(&:capitalize).join('-')` for an exact ASCII String, or nil
@@ -155,7 +156,7 @@ unsafe fn copy_string(value: rb_sys::VALUE) -> rb_sys::VALUE {
         rb_sys::RSTRING_PTR(copy) as *mut _,
         len as usize,
     );
-    set_fresh_encoding(copy, raw_encindex(value));
+    set_fresh_encoding(copy, encoding_index(value));
     copy
 }
 

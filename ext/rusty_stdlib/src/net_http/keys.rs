@@ -11,7 +11,8 @@
 use magnus::{rb_sys::AsRawValue, value::Lazy, RArray, Ruby};
 use rb_sys::VALUE;
 
-use super::strings::{binary_index, raw_encindex};
+use super::strings::binary_index;
+use crate::helpers::raw::encoding_index;
 
 /// Slots (a power of two): plenty for the few dozen header names a client meets.
 const SLOTS: usize = 128;
@@ -49,7 +50,7 @@ pub fn interned_key(ruby: &Ruby, lower: &[u8]) -> VALUE {
         let cached = rb_sys::rb_ary_entry(cache.as_raw(), slot as _);
         // Only this module stores into the cache, and only interned binary Strings.
         if rb_sys::RB_TYPE_P(cached, rb_sys::ruby_value_type::RUBY_T_STRING)
-            && raw_encindex(cached) == binary_index()
+            && encoding_index(cached) == binary_index()
             && crate::helpers::raw::str_bytes(cached) == lower
         {
             return cached;

@@ -20,23 +20,7 @@ pub fn exact_string(ruby: &Ruby, value: Value) -> Option<RString> {
 
 /// The encoding index of `string`.
 pub fn encindex(string: RString) -> i32 {
-    raw_encindex(string.as_raw())
-}
-
-/// The encoding index of the live String `string`: `ENCODING_GET_INLINED` (public in
-/// Ruby's headers) from its flags, or `rb_enc_get_index` for an index too large to be
-/// kept there. (rb_enc_get_index's own checks show in profiles of many short strings.)
-#[inline]
-pub fn raw_encindex(string: rb_sys::VALUE) -> i32 {
-    const SHIFT: u32 = rb_sys::ruby_encoding_consts::RUBY_ENCODING_SHIFT as u32;
-    const MASK: rb_sys::VALUE = rb_sys::ruby_encoding_consts::RUBY_ENCODING_MASK as rb_sys::VALUE;
-    const INLINE_MAX: i32 = rb_sys::ruby_encoding_consts::RUBY_ENCODING_INLINE_MAX as i32;
-    let index = ((crate::helpers::raw::flags(string) & MASK) >> SHIFT) as i32;
-    if index == INLINE_MAX {
-        unsafe { rb_sys::rb_enc_get_index(string) }
-    } else {
-        index
-    }
+    crate::helpers::raw::encoding_index(string.as_raw())
 }
 
 /// Whether `string`'s encoding is ASCII-compatible (not UTF-16/32, not a dummy).
