@@ -240,7 +240,7 @@ RSpec.describe "RustyStdlib::JSON::Generator" do
 
     # A String whose code range Ruby has not cached yet (fresh from `force_encoding`, as
     # from a database driver or a file) gets it from our own scan for UTF-8 and US-ASCII
-    # (`scan_coderange` in generator.rs), cached in the String as Ruby's scan would: its
+    # (`scan_coderange` in helpers/raw.rs), cached in the String as Ruby's scan would: its
     # output must be the gem's, and what Ruby answers about the String afterwards too.
     it "finds and caches the code range of fresh Strings as Ruby's scan would" do
       long = "a" * 40

@@ -3,6 +3,7 @@
 //! Everything here works on bytes and plain Rust types so it can be tested with
 //! `cargo test` and fuzzed without a Ruby VM. The `rusty_stdlib` crate binds it to Ruby.
 
+pub mod coderange;
 pub mod digest;
 pub mod hex;
 pub mod json;

@@ -28,7 +28,7 @@ mod string;
 
 pub use generate::{
     escape_js_separators, escape_string, escape_valid_utf8, push_bytes, quote_valid_utf8,
-    utf8_range, write_f64, write_i64, EscapeError, Utf8Range,
+    write_f64, write_i64, EscapeError,
 };
 pub use number::{parse_float_fast, parse_int_fast, Decimal};
 pub use parser::{parse, Options, ParseError, Sink};

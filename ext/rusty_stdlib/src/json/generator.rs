@@ -35,9 +35,7 @@ use super::dialect::Dialect;
 use super::key_cache::{self, KeyCache};
 use crate::helpers::constants::Remembered;
 use crate::helpers::error::c_error;
-use crate::helpers::raw::{
-    class_of, encoding_index, flags, set_coderange, set_encoding_index, str_bytes,
-};
+use crate::helpers::raw::{class_of, coderange, encoding_index, flags, set_encoding_index};
 use crate::helpers::reentry::once;
 use crate::helpers::replaced::Replaced;
 
@@ -210,41 +208,6 @@ fn fixnum(v: Value) -> Result<i64, Error> {
 
 fn binary(ruby: &Ruby, bytes: &Option<Vec<u8>>) -> RString {
     ruby.str_from_slice(bytes.as_deref().unwrap_or(b""))
-}
-
-/// `rb_enc_str_coderange`: the code range cached in a String's flags, else found (and
-/// then cached in the String) by `scan_coderange`.
-#[inline(always)]
-fn coderange(s: VALUE) -> u32 {
-    let cached = flags(s) & ruby_coderange_type::RUBY_ENC_CODERANGE_MASK as VALUE;
-    if cached != 0 {
-        cached as u32
-    } else {
-        scan_coderange(s)
-    }
-}
-
-/// The code range of a String whose flags do not have it yet (a String fresh from a
-/// database driver, a file or a parse, say), cached in the String as Ruby's scan would.
-/// For UTF-8 and US-ASCII (whose ranges Ruby defines by byte values and UTF-8 validity,
-/// see `core::utf8_range`) it is found here, several times faster on multibyte text:
-/// generating twitter.json from a fresh parse spent two thirds as long again in Ruby's
-/// scans as in writing. Other encodings ask Ruby.
-#[inline(never)]
-fn scan_coderange(s: VALUE) -> u32 {
-    use ruby_coderange_type::*;
-    let index = encoding_index(s);
-    let utf8 = unsafe { rb_sys::rb_utf8_encindex() };
-    if index != utf8 && index != unsafe { rb_sys::rb_usascii_encindex() } {
-        return unsafe { rb_sys::rb_enc_str_coderange(s) as u32 };
-    }
-    let range = match (core::utf8_range(str_bytes(s)), index == utf8) {
-        (core::Utf8Range::Ascii, _) => RUBY_ENC_CODERANGE_7BIT,
-        (core::Utf8Range::Valid, true) => RUBY_ENC_CODERANGE_VALID,
-        _ => RUBY_ENC_CODERANGE_BROKEN,
-    } as u32;
-    set_coderange(s, range);
-    range
 }
 
 /// The ID of `to_s` (IDs of such names are permanent), looked up once.
