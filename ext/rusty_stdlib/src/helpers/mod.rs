@@ -9,4 +9,5 @@ pub mod raw;
 pub mod reentry;
 pub mod replaced;
 pub mod shape;
+pub mod stack_scrub;
 pub mod tmplock;

@@ -32,10 +32,17 @@ fn define(ruby: &Ruby, root: RModule) -> Result<(), Error> {
     let class = module.define_class("Parser", ruby.class_object())?;
     class.define_alloc_func::<ParserObject>();
     class.define_method("initialize", method!(ParserObject::initialize, -1))?;
-    class.define_method("parse", method!(ParserObject::parse, 0))?;
+    // Parses leave no copy of their result on the machine stack (helpers::stack_scrub).
+    class.define_method("parse", crate::scrubbing!(method!(ParserObject::parse, 0);))?;
     class.define_method("source", method!(ParserObject::source, 0))?;
-    class.define_singleton_method("try_parse", method!(parser::try_parse, 1))?;
-    class.define_singleton_method("parse_with", method!(parser::parse_with, 2))?;
+    class.define_singleton_method(
+        "try_parse",
+        crate::scrubbing!(method!(parser::try_parse, 1); source),
+    )?;
+    class.define_singleton_method(
+        "parse_with",
+        crate::scrubbing!(method!(parser::parse_with, 2); source, opts),
+    )?;
     sink::init();
     generator::init(ruby, module)?;
     Ok(())

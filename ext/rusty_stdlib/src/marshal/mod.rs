@@ -62,12 +62,22 @@ pub fn init(ruby: &Ruby, root: RModule) -> Result<(), Error> {
     extended::data_ids(); // interned now, not inside an ivar walk later
                           // The stdlib's Marshal works in any Ractor, so ours must too (the statics are set
                           // once, before any call).
+                          // Loads leave no copy of their result on the machine stack (helpers::stack_scrub).
     crate::helpers::ractor::ractor_safe(|| {
         module.define_singleton_method("native_dump", function!(native_dump, 2))?;
         module.define_singleton_method("native_dump_to", function!(native_dump_to, 3))?;
-        module.define_singleton_method("native_load", function!(native_load, 3))?;
-        module.define_singleton_method("native_load_from", function!(native_load_from, 4))?;
-        module.define_singleton_method("native_load_proc", function!(native_load_proc, 4))
+        module.define_singleton_method(
+            "native_load",
+            crate::scrubbing!(function!(native_load, 3); source, freeze, fallback),
+        )?;
+        module.define_singleton_method(
+            "native_load_from",
+            crate::scrubbing!(function!(native_load_from, 4); port, freeze, log, fallback),
+        )?;
+        module.define_singleton_method(
+            "native_load_proc",
+            crate::scrubbing!(function!(native_load_proc, 4); source, freeze, proc, fallback),
+        )
     })
 }
 
