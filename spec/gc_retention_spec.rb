@@ -7,9 +7,12 @@
 # A child process parses a document, drops it, parses a tiny one under GC.stress and counts
 # how many of the first document's objects are still alive, at several Ruby call depths
 # (each adds C frames above ours, moving every slot). A control keeps the document in a
-# local variable, so a count that cannot see retention fails the spec. (The stdlib is not
-# the reference here: its results can be kept the same way, by a stale slot in Ruby's own
-# frames, at some depths; in this script JSON::Parser#parse at depth 2 on Ruby 3.1.)
+# local variable, so a count that cannot see retention fails the spec.
+# The stdlib is not the reference: its results are kept the same way, by stale slots in
+# Ruby's own frames, in some layouts (on Ruby 3.1 JSON::Parser#parse at depth 2 of a
+# variant of this script; on Ruby 3.3 one tracked object in most rows of this one, where
+# ours also keeps one in some rows, Marshal.load's among them). So this runs on 3.1 only,
+# where the stdlib keeps nothing here and our JSON.parse kept its result before the fix.
 RSpec.describe "objects a parse returned" do
   script = <<~'RUBY'
     require "rusty_stdlib"
@@ -50,6 +53,7 @@ RSpec.describe "objects a parse returned" do
   RUBY
 
   it "are freed by the GCs of the next parse" do
+    skip "Ruby #{RUBY_VERSION}'s own frames keep results alive in this script" unless RUBY_VERSION.start_with?("3.1.")
     out, err, status = ruby_run(script)
     expect([err, status.success?]).to eq(["", true])
     counts, control = Marshal.load(out)
