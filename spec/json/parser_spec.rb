@@ -522,5 +522,40 @@ RSpec.describe "RustyStdlib::JSON::Parser" do
         expect(a.keys.first).to equal(b.keys.first)
       end
     end
+
+    # On Ruby 3.1 Hashes of up to 8 pairs are filled without rb_hash_bulk_insert
+    # (ext/rusty_stdlib/src/helpers/small_hash.rs): each key's lookup hint, the order,
+    # duplicates and the pair count must be what Ruby itself would have made.
+    it "builds Hashes that look up, compare, change and grow like the gem's" do
+      random = Random.new(20_261_201)
+      names = ["", "a", "b", "id", "é", "日本", "\\u0000", "\\n", "x" * 64, "y" * 65, "z" * 300, "\xff", "a\xffb", "k1", "k2"]
+      sources = (1..10).flat_map do |size|
+        Array.new(12) do
+          pairs = Array.new(size) { [names.sample(random: random), random.rand(100)] }
+          "{" + pairs.map { |k, v| "\"#{k}\":#{v}" }.join(",") + "}"
+        end
+      end
+      sources.product([:new, :parse_plain]).each do |source, via|
+        gem_hash = JSONParity::STDLIB.new(source.dup).parse
+        JSONParity.call(JSONParity::OURS, source.dup, via, {}).then do |ours|
+          expect(ours.to_a).to eq(gem_hash.to_a), -> { "#{source}: #{ours.to_a.inspect} against #{gem_hash.to_a.inspect}" }
+          expect(ours).to eq(gem_hash)
+          expect(ours.hash).to eq(gem_hash.hash)
+          # Lookups by Strings that are not the keys themselves, and by the keys.
+          gem_hash.each_key { |k| expect(ours.fetch(+k)).to eq(gem_hash[k]) }
+          ours.each_key { |k| expect(ours.key?(k)).to be(true) }
+          expect(ours["absent"]).to be_nil
+          ours["added"] = 1
+          ours.delete(ours.keys.first)
+          gem_hash["added"] = 1
+          gem_hash.delete(gem_hash.keys.first)
+          expect(ours.to_a).to eq(gem_hash.to_a)
+          10.times { |i| ours["grown #{i}"] = i }
+          expect(ours.keys.last(11)).to eq(["added"] + Array.new(10) { |i| "grown #{i}" })
+          expect(ours.rehash.keys).to eq(ours.keys)
+          expect(ours.compare_by_identity.size).to eq(ours.size)
+        end
+      end
+    end
   end
 end

@@ -9,5 +9,6 @@ pub mod raw;
 pub mod reentry;
 pub mod replaced;
 pub mod shape;
+pub mod small_hash;
 pub mod stack_scrub;
 pub mod tmplock;

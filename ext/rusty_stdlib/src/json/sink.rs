@@ -13,6 +13,7 @@ use rusty_core::json::{parse_float_fast, Decimal, Sink};
 
 use crate::helpers::raw::set_encoding_index;
 use crate::helpers::reentry::once;
+use crate::helpers::small_hash;
 
 /// Slots of the [`KeyCache`] (a power of two): enough that the few hundred distinct keys
 /// of a large document rarely evict each other.
@@ -41,6 +42,8 @@ struct KeySlot {
     string: VALUE,
     /// What the parse pushes: `string`, or its Symbol.
     value: VALUE,
+    /// `small_hash::key_hint(string)` when the Ruby has direct hashes, else 0.
+    hint: u8,
 }
 
 impl KeyCache {
@@ -90,6 +93,8 @@ fn key_hash(b: &[u8]) -> u32 {
 #[derive(Default)]
 pub struct ValueStack {
     values: UnsafeCell<Vec<VALUE>>,
+    /// With [`RubySink::direct_hashes`]: the hint of each key on `values`, in order.
+    hints: Vec<u8>,
 }
 
 impl ValueStack {
@@ -193,6 +198,9 @@ pub struct RubySink {
     /// calling frame, the parse stops and `gave_up` is set, for the gem's way to redo it.
     pub plain: bool,
     pub gave_up: bool,
+    /// Whether Hashes of up to 8 pairs are filled directly (`helpers::small_hash`):
+    /// on Ruby 3.1, with String keys. Keys then push their hint on `stack.hints`.
+    direct_hashes: bool,
 }
 
 /// Value stack buffers up to this many entries are kept for the next parse.
@@ -298,6 +306,7 @@ impl RubySink {
             cstr: Vec::new(),
             plain: false,
             gave_up: false,
+            direct_hashes: !flavour.symbolize_names && small_hash::available(),
         })
     }
 
@@ -410,8 +419,11 @@ impl RubySink {
     #[inline(always)]
     fn key(&mut self, bytes: &[u8]) -> Result<(), Error> {
         if bytes.len() > CACHED_KEY_MAX {
-            let (_, value) = self.make_key(bytes)?;
+            let (string, value) = self.make_key(bytes)?;
             self.push(value);
+            if self.direct_hashes {
+                self.stack.hints.push(small_hash::key_hint(string));
+            }
             return Ok(());
         }
         let keys = unsafe { std::ptr::addr_of_mut!((*self.parses).keys) };
@@ -428,8 +440,11 @@ impl RubySink {
                     std::slice::from_raw_parts(ptr, rb_sys::RSTRING_LEN(slot.string) as usize)
                 };
                 if cached == bytes {
-                    let v = slot.value;
+                    let (v, hint) = (slot.value, slot.hint);
                     self.push(v);
+                    if self.direct_hashes {
+                        self.stack.hints.push(hint);
+                    }
                     return Ok(());
                 }
             }
@@ -437,15 +452,24 @@ impl RubySink {
         // No reference into the cache is held here: making the key may run the GC,
         // whose mark reads the cache (and a nested parse may write it).
         let (string, value) = self.make_key(bytes)?;
+        let hint = if self.direct_hashes {
+            small_hash::key_hint(string)
+        } else {
+            0
+        };
         if let Some(cache) = unsafe { (*keys).as_mut() } {
             cache.slots[index] = KeySlot {
                 hash,
                 symbol,
                 string,
                 value,
+                hint,
             };
         }
         self.push(value);
+        if self.direct_hashes {
+            self.stack.hints.push(hint);
+        }
         Ok(())
     }
 
@@ -490,6 +514,8 @@ impl Drop for RubySink {
             return;
         }
         values.clear();
+        let mut stack = stack;
+        stack.hints.clear();
         SPARE.with(|spare| spare.set(Some(stack)));
     }
 }
@@ -596,18 +622,43 @@ impl Sink for RubySink {
     fn object(&mut self, pairs: usize) -> Result<(), Error> {
         let values = self.values();
         let start = unsafe { (*values).len() } - 2 * pairs;
-        let hash = new_hash(pairs);
-        if pairs > 0 {
-            // Keys are frozen Strings or Symbols: hashing them runs no Ruby code. Later
-            // duplicates overwrite earlier ones in place, as `Hash#[]=` does.
-            unsafe {
-                rb_sys::rb_hash_bulk_insert((2 * pairs) as _, (*values).as_ptr().add(start), hash)
+        let hash = if self.direct_hashes {
+            let hints = self.stack.hints.len() - pairs;
+            let hash = match pairs {
+                1..=small_hash::MAX_PAIRS => unsafe {
+                    small_hash::new_filled(&(&*values)[start..], &self.stack.hints[hints..])
+                },
+                _ => Err(new_hash(pairs)),
             };
-        }
+            self.stack.hints.truncate(hints);
+            hash
+        } else {
+            Err(new_hash(pairs))
+        };
+        let hash = match hash {
+            Ok(filled) => filled,
+            Err(empty) => {
+                self.bulk_insert(empty, start, pairs);
+                empty
+            }
+        };
         unsafe { (*values).truncate(start) };
         let hash = self.create_addition(hash)?;
         let hash = self.frozen_if_asked(hash);
         self.push(hash);
         Ok(())
+    }
+}
+impl RubySink {
+    /// Fills the empty `hash` with the `pairs` pairs at `start` on the value stack.
+    fn bulk_insert(&mut self, hash: VALUE, start: usize, pairs: usize) {
+        if pairs > 0 {
+            // Keys are frozen Strings or Symbols: hashing them runs no Ruby code. Later
+            // duplicates overwrite earlier ones in place, as `Hash#[]=` does.
+            let values = self.values();
+            unsafe {
+                rb_sys::rb_hash_bulk_insert((2 * pairs) as _, (*values).as_ptr().add(start), hash)
+            };
+        }
     }
 }
