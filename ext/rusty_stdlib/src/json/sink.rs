@@ -649,6 +649,7 @@ impl Sink for RubySink {
         Ok(())
     }
 }
+
 impl RubySink {
     /// Fills the empty `hash` with the `pairs` pairs at `start` on the value stack.
     fn bulk_insert(&mut self, hash: VALUE, start: usize, pairs: usize) {
