@@ -10,10 +10,10 @@
 //! `ar_insert` would write them, and the write barrier is told once for the whole Hash
 //! (`rb_gc_writebarrier_remember`, what Ruby's own bulk copies into an Array use).
 //!
-//! Only on Ruby 3.1, whose `RHash` layout this is (`internal/hash.h`, `hash.c`); 3.2
-//! moved the hints into the table and 3.3 embeds the table in the object. At first use a
-//! Hash that Ruby filled is read back through this layout; if anything differs, the fast
-//! path stays off and callers use `rb_hash_bulk_insert`.
+//! Only on Ruby 3.1, whose `RHash` layout this is (`internal/hash.h`, `hash.c`; 3.3
+//! embeds the table, hints included, in the object). At first use a Hash that Ruby
+//! filled is read back through this layout; if anything differs, the fast path stays off
+//! and callers use `rb_hash_bulk_insert`.
 
 use std::{ffi::c_void, sync::OnceLock};
 
