@@ -524,7 +524,7 @@ RSpec.describe "RustyStdlib::JSON::Parser" do
     end
 
     # On Ruby 3.1 Hashes of up to 8 pairs are filled without rb_hash_bulk_insert
-    # (ext/rusty_stdlib/src/helpers/small_hash.rs): each key's lookup hint, the order,
+    # (ext/rusty_stdlib/src/helpers/fresh_hash.rs): each key's lookup hint, the order,
     # duplicates and the pair count must be what Ruby itself would have made.
     it "builds Hashes that look up, compare, change and grow like the gem's" do
       random = Random.new(20_261_201)
@@ -555,6 +555,37 @@ RSpec.describe "RustyStdlib::JSON::Parser" do
           expect(ours.rehash.keys).to eq(ours.keys)
           expect(ours.compare_by_identity.size).to eq(ours.size)
         end
+      end
+    end
+
+    # Hashes of more than 8 pairs whose keys came before are copies of a template
+    # (fresh_hash::Shape): each must hold its own values and stay independent.
+    it "builds Hashes of keys seen before that stay apart and behave like the gem's" do
+      random = Random.new(20_261_202)
+      key_sets = [9, 10, 16, 33, 64, 65, 100].map { |n| Array.new(n) { |i| "k#{i}#{'x' * (i % 3) * 40}" } }
+      key_sets << key_sets[1].reverse << (key_sets[1] + ["k0"]) << (["é"] + key_sets[0])
+      objects = Array.new(4) do
+        key_sets.shuffle(random: random).map { |keys| keys.to_h { |k| [k, [random.rand(1000), { "n" => k }]] } }
+      end
+      source = objects.to_json
+      [[:new, {}], [:parse_plain, {}], [:new, { freeze: true }]].each do |via, opts|
+        gem_result = JSONParity::STDLIB.new(source.dup, **opts).parse
+        ours = JSONParity.call(JSONParity::OURS, source.dup, via, opts)
+        expect(ours).to eq(gem_result)
+        ours.flatten.zip(gem_result.flatten).each do |h, g|
+          expect(h.to_a).to eq(g.to_a)
+          expect(h.frozen?).to eq(g.frozen?)
+          g.each_key { |k| expect(h.fetch(+k)).to eq(g[k]) }
+        end
+        next if opts[:freeze]
+
+        first, second = ours[0].find { |h| h.size == 16 }, ours[1].find { |h| h.size == 16 }
+        k1, k2 = first.keys[1, 2]
+        first[k1] = :changed
+        first.delete(k2)
+        expect(second[k1]).not_to eq(:changed)
+        expect(second.key?(k2)).to be(true)
+        expect(first.size).to eq(15)
       end
     end
   end

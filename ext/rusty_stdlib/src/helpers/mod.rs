@@ -2,6 +2,7 @@
 
 pub mod constants;
 pub mod error;
+pub mod fresh_hash;
 pub mod hash;
 pub mod nogvl;
 pub mod ractor;
@@ -9,6 +10,5 @@ pub mod raw;
 pub mod reentry;
 pub mod replaced;
 pub mod shape;
-pub mod small_hash;
 pub mod stack_scrub;
 pub mod tmplock;

@@ -4,16 +4,17 @@
 //! the parse, with its Ractor's [`RactorParses`], whose `mark` function Ruby calls when it
 //! marks the Ractor, so a GC run by any allocation sees them without a Ruby object per
 //! parse. Arrays and hashes are then made in one call from the top of the stack. The same
-//! storage holds (and marks) the Ractor's [`KeyCache`] of object keys.
+//! storage holds (and marks) the Ractor's [`KeyCache`] of object keys and [`ShapeCache`]
+//! of Hash templates.
 use std::cell::UnsafeCell;
 
 use magnus::{rb_sys::FromRawValue, Error, Ruby, Value};
 use rb_sys::VALUE;
 use rusty_core::json::{parse_float_fast, Decimal, Sink};
 
+use crate::helpers::fresh_hash;
 use crate::helpers::raw::set_encoding_index;
 use crate::helpers::reentry::once;
-use crate::helpers::small_hash;
 
 /// Slots of the [`KeyCache`] (a power of two): enough that the few hundred distinct keys
 /// of a large document rarely evict each other.
@@ -42,7 +43,7 @@ struct KeySlot {
     string: VALUE,
     /// What the parse pushes: `string`, or its Symbol.
     value: VALUE,
-    /// `small_hash::key_hint(string)` when the Ruby has direct hashes, else 0.
+    /// `fresh_hash::key_hint(string)` when the Ruby has direct hashes, else 0.
     hint: u8,
 }
 
@@ -117,6 +118,36 @@ impl ValueStack {
 struct RactorParses {
     active: Vec<*const ValueStack>,
     keys: Option<Box<KeyCache>>,
+    shapes: Option<Box<ShapeCache>>,
+}
+
+/// Slots of the [`ShapeCache`] (a power of two).
+const SHAPE_SLOTS: usize = 64;
+
+/// Templates for Hashes of more than 8 pairs whose keys (in order) came before
+/// (`fresh_hash::Shape`), by a hash of the key objects. A key sequence gets a template
+/// the second time it is seen, so a Hash of one-off keys costs no copy. Its templates are
+/// marked by [`RactorParses`].
+struct ShapeCache {
+    slots: [ShapeSlot; SHAPE_SLOTS],
+}
+
+#[derive(Clone, Copy, Default)]
+struct ShapeSlot {
+    /// [`shape_hash`] of the keys last seen here (0: none).
+    keys: u64,
+    /// The template for them, once seen twice.
+    shape: fresh_hash::Shape,
+}
+
+/// A hash of the key objects (interned Strings) among `pairs` (key, value, …).
+#[inline]
+fn shape_hash(pairs: &[VALUE]) -> u64 {
+    const K: u64 = 0x9E37_79B9_7F4A_7C15;
+    let h = pairs.iter().step_by(2).fold(pairs.len() as u64, |h, &k| {
+        (h ^ k).wrapping_mul(K).rotate_left(29)
+    });
+    h | 1
 }
 
 static STORAGE_TYPE: rb_sys::rb_ractor_local_storage_type = rb_sys::rb_ractor_local_storage_type {
@@ -139,6 +170,11 @@ unsafe extern "C" fn mark_parses(ptr: *mut std::os::raw::c_void) {
         for slot in cache.slots.iter().filter(|s| s.string != 0) {
             rb_sys::rb_gc_mark(slot.string);
             rb_sys::rb_gc_mark(slot.value);
+        }
+    }
+    if let Some(shapes) = &parses.shapes {
+        for slot in shapes.slots.iter().filter(|s| s.shape.0 != 0) {
+            rb_sys::rb_gc_mark(slot.shape.0);
         }
     }
 }
@@ -168,7 +204,7 @@ pub fn init() {
     STORAGE_KEY.store(key, std::sync::atomic::Ordering::Release);
     // Its first call makes a Hash: here, rather than in a parse that a parse in another
     // Ractor could wait on (a GC would then wait for the waiting one).
-    small_hash::available();
+    fresh_hash::available();
 }
 
 /// What a parser instance asked for, beyond what the walk itself needs.
@@ -201,8 +237,9 @@ pub struct RubySink {
     /// calling frame, the parse stops and `gave_up` is set, for the gem's way to redo it.
     pub plain: bool,
     pub gave_up: bool,
-    /// Whether Hashes of up to 8 pairs are filled directly (`helpers::small_hash`):
-    /// on Ruby 3.1, with String keys. Keys then push their hint on `stack.hints`.
+    /// Whether Hashes are made without `rb_hash_bulk_insert` where they can be
+    /// (`helpers::fresh_hash`): on Ruby 3.1, with String keys. Keys then push their
+    /// hint on `stack.hints`.
     direct_hashes: bool,
 }
 
@@ -309,7 +346,7 @@ impl RubySink {
             cstr: Vec::new(),
             plain: false,
             gave_up: false,
-            direct_hashes: !flavour.symbolize_names && small_hash::available(),
+            direct_hashes: !flavour.symbolize_names && fresh_hash::available(),
         })
     }
 
@@ -425,7 +462,7 @@ impl RubySink {
             let (string, value) = self.make_key(bytes)?;
             self.push(value);
             if self.direct_hashes {
-                self.stack.hints.push(small_hash::key_hint(string));
+                self.stack.hints.push(fresh_hash::key_hint(string));
             }
             return Ok(());
         }
@@ -456,7 +493,7 @@ impl RubySink {
         // whose mark reads the cache (and a nested parse may write it).
         let (string, value) = self.make_key(bytes)?;
         let hint = if self.direct_hashes {
-            small_hash::key_hint(string)
+            fresh_hash::key_hint(string)
         } else {
             0
         };
@@ -628,9 +665,10 @@ impl Sink for RubySink {
         let hash = if self.direct_hashes {
             let hints = self.stack.hints.len() - pairs;
             let hash = match pairs {
-                1..=small_hash::MAX_PAIRS => unsafe {
-                    small_hash::new_filled(&(&*values)[start..], &self.stack.hints[hints..])
+                1..=fresh_hash::MAX_PAIRS => unsafe {
+                    fresh_hash::new_filled(&(&*values)[start..], &self.stack.hints[hints..])
                 },
+                ..=fresh_hash::MAX_SHAPE_PAIRS => self.shaped_hash(start, pairs),
                 _ => Err(new_hash(pairs)),
             };
             self.stack.hints.truncate(hints);
@@ -654,6 +692,49 @@ impl Sink for RubySink {
 }
 
 impl RubySink {
+    /// A Hash of the `pairs` (more than 8) pairs at `start` on the value stack, copied
+    /// from the template of its keys if there is one (`Err` with an empty Hash if not).
+    /// Learns templates as it goes (see [`ShapeCache`]).
+    fn shaped_hash(&mut self, start: usize, pairs: usize) -> Result<VALUE, VALUE> {
+        let values = self.values();
+        let keys = shape_hash(unsafe { &(&*values)[start..] });
+        let index = keys as usize & (SHAPE_SLOTS - 1);
+        // Copied out: no reference into the cache is held while allocating (the GC's
+        // mark reads it).
+        let slot = unsafe {
+            let shapes = &mut (*self.parses).shapes;
+            shapes.get_or_insert_with(|| {
+                Box::new(ShapeCache {
+                    slots: [ShapeSlot::default(); SHAPE_SLOTS],
+                })
+            });
+            shapes.as_ref().map(|s| s.slots[index]).unwrap_or_default()
+        };
+        if slot.keys == keys && slot.shape.0 != 0 {
+            let pairs = unsafe { &(&*values)[start..] };
+            if unsafe { slot.shape.fits(pairs) } {
+                if let Some(hash) = unsafe { slot.shape.new_filled(pairs) } {
+                    return Ok(hash);
+                }
+            }
+            return Err(new_hash(pairs.len() / 2));
+        }
+        let hash = new_hash(pairs);
+        self.bulk_insert(hash, start, pairs);
+        let learned = if slot.keys == keys {
+            unsafe { fresh_hash::Shape::of(hash, pairs) }.unwrap_or_default()
+        } else {
+            fresh_hash::Shape::default()
+        };
+        if let Some(shapes) = unsafe { (*self.parses).shapes.as_mut() } {
+            shapes.slots[index] = ShapeSlot {
+                keys,
+                shape: learned,
+            };
+        }
+        Ok(hash)
+    }
+
     /// Fills the empty `hash` with the `pairs` pairs at `start` on the value stack.
     fn bulk_insert(&mut self, hash: VALUE, start: usize, pairs: usize) {
         if pairs > 0 {

@@ -1,0 +1,263 @@
+//! Filling new Hashes of String keys without `rb_hash_bulk_insert`, on Ruby 3.1.
+//!
+//! `rb_hash_bulk_insert` hashes every key it inserts (SipHash over a String's bytes),
+//! looks it up among the pairs so far and calls the write barrier twice per pair: 29% of
+//! the instructions of a citm_catalog parse. A JSON parser knows more: its keys are
+//! interned Strings (two equal keys are the same object) whose hashes it can keep, and
+//! many of its objects have the same keys as an earlier one. So:
+//!
+//! - Up to 8 pairs ([`new_filled`]): Ruby 3.1 keeps such a Hash as an `ar_table`, the
+//!   pairs in insertion order plus one "hint" byte per pair (the low byte of the key's
+//!   hash) in the `RHash` itself, and the pair count in its flags. The pairs and hints are
+//!   written as `ar_insert` would write them.
+//! - More pairs, with the same keys in the same order as a Hash seen before
+//!   ([`Shape`]): a copy of a template Hash (`rb_hash_dup` copies the st_table, stored
+//!   key hashes and bins included), whose values are then written in place.
+//!
+//! Either way the write barrier is told once for the whole Hash
+//! (`rb_gc_writebarrier_remember`, what Ruby's own bulk copies into an Array use).
+//!
+//! Only on Ruby 3.1, whose `RHash` and st_table entry layouts these are
+//! (`internal/hash.h`, `hash.c`, `st.c`; 3.3 embeds the ar_table, hints included, in the
+//! object). At load time Hashes that Ruby filled are read back through these layouts; if
+//! anything differs, this stays off and callers use `rb_hash_bulk_insert`.
+
+use std::{ffi::c_void, sync::OnceLock};
+
+use rb_sys::VALUE;
+
+/// `RHASH_AR_TABLE_MAX_SIZE`: pairs an ar_table holds.
+pub const MAX_PAIRS: usize = 8;
+
+/// Ruby 3.1's `struct RHash`.
+#[repr(C)]
+struct RHash {
+    flags: VALUE,
+    klass: VALUE,
+    /// The ar_table (pairs), or an st_table when `ST_TABLE_FLAG` is set.
+    table: *mut [[VALUE; 2]; MAX_PAIRS],
+    ifnone: VALUE,
+    hints: [u8; MAX_PAIRS],
+}
+
+/// `ruby_rhash_flags` (FL_USHIFT is 12).
+const ST_TABLE_FLAG: VALUE = 1 << (12 + 3);
+const SIZE_SHIFT: u32 = 12 + 4;
+const BOUND_SHIFT: u32 = 12 + 8;
+const SIZE_AND_BOUND_MASK: VALUE = 0xff << SIZE_SHIFT;
+
+/// Ruby 3.1's `struct st_table` (`ruby/st.h`).
+#[repr(C)]
+struct StTable {
+    entry_power: u8,
+    bin_power: u8,
+    size_ind: u8,
+    rebuilds_num: u32,
+    hash_type: *const c_void,
+    num_entries: usize,
+    bins: *mut usize,
+    entries_start: usize,
+    entries_bound: usize,
+    /// `struct st_table_entry` (`st.c`): hash, key, record.
+    entries: *mut [VALUE; 3],
+}
+
+/// Hashes of more pairs than this are not copied from templates (see [`Shape`]).
+pub const MAX_SHAPE_PAIRS: usize = 64;
+
+type NewWithSize = unsafe extern "C" fn(std::os::raw::c_long) -> VALUE;
+type Remember = unsafe extern "C" fn(VALUE);
+
+struct Api {
+    new_with_size: NewWithSize,
+    remember: Remember,
+}
+
+static API: OnceLock<Option<Api>> = OnceLock::new();
+
+fn api() -> Option<&'static Api> {
+    API.get_or_init(|| {
+        if !(30100..30200).contains(&rb_sys::RUBY_API_VERSION_CODE) {
+            return None;
+        }
+        let find = |name: &std::ffi::CStr| {
+            let f = unsafe { libc::dlsym(libc::RTLD_DEFAULT, name.as_ptr()) };
+            (!f.is_null()).then_some(f)
+        };
+        let new_with_size = find(c"rb_hash_new_with_size")?;
+        let remember = find(c"rb_gc_writebarrier_remember")?;
+        // SAFETY: Ruby 3.1's signatures: `VALUE (st_index_t)` and `void (VALUE)`.
+        let api = unsafe {
+            Api {
+                new_with_size: std::mem::transmute::<*mut c_void, NewWithSize>(new_with_size),
+                remember: std::mem::transmute::<*mut c_void, Remember>(remember),
+            }
+        };
+        layout_matches(&api).then_some(api)
+    })
+    .as_ref()
+}
+
+/// Whether a Hash that Ruby itself filled reads back through [`RHash`] as expected.
+fn layout_matches(api: &Api) -> bool {
+    unsafe {
+        let utf8 = rb_sys::rb_utf8_encoding();
+        let keys = [c"rusty_stdlib fresh_hash a", c"rusty_stdlib fresh_hash b"]
+            .map(|k| rb_sys::rb_enc_interned_str(k.as_ptr(), k.count_bytes() as _, utf8));
+        let pairs = [
+            keys[0],
+            rb_sys::Qtrue as VALUE,
+            keys[1],
+            rb_sys::Qnil as VALUE,
+        ];
+        let hash = (api.new_with_size)(2);
+        rb_sys::rb_hash_bulk_insert(4, pairs.as_ptr(), hash);
+        let raw = &*(hash as *const RHash);
+        let ok = raw.flags & ST_TABLE_FLAG == 0
+            && !raw.table.is_null()
+            && (raw.flags & SIZE_AND_BOUND_MASK) >> SIZE_SHIFT == 0x22
+            && (*raw.table)[0] == [pairs[0], pairs[1]]
+            && (*raw.table)[1] == [pairs[2], pairs[3]]
+            && raw.hints[..2] == [key_hint(keys[0]), key_hint(keys[1])];
+        std::hint::black_box(keys);
+        ok && st_layout_matches(api, utf8)
+    }
+}
+
+/// Whether a Hash of more than 8 pairs that Ruby filled reads back through [`StTable`].
+unsafe fn st_layout_matches(api: &Api, utf8: *mut rb_sys::rb_encoding) -> bool {
+    // The keys stay reachable from `keep` (on the stack) while the rest is allocated.
+    let keep = rb_sys::rb_ary_new();
+    let mut pairs = Vec::new();
+    for i in 0..(MAX_PAIRS + 3) {
+        let name = format!("rusty_stdlib fresh_hash {i}");
+        let key = rb_sys::rb_enc_interned_str(name.as_ptr() as *const _, name.len() as _, utf8);
+        rb_sys::rb_ary_push(keep, key);
+        pairs.extend([key, (2 * i + 1) as VALUE]); // Fixnums
+    }
+    let hash = (api.new_with_size)((pairs.len() / 2) as _);
+    rb_sys::rb_hash_bulk_insert(pairs.len() as _, pairs.as_ptr(), hash);
+    let ok = st_table(hash).is_some_and(|table| {
+        let entries = std::slice::from_raw_parts(table.entries, table.entries_bound);
+        entries
+            .iter()
+            .zip(pairs.chunks_exact(2))
+            .all(|(e, p)| e[1] == p[0] && e[2] == p[1])
+    });
+    std::hint::black_box(keep);
+    ok
+}
+
+/// The st_table of `hash` when it is in st mode with its entries from index 0 and none
+/// deleted (as a Hash filled once is).
+unsafe fn st_table<'a>(hash: VALUE) -> Option<&'a mut StTable> {
+    let raw = &*(hash as *const RHash);
+    if raw.flags & ST_TABLE_FLAG == 0 || raw.table.is_null() {
+        return None;
+    }
+    let table = &mut *(raw.table as *mut StTable);
+    (table.entries_start == 0 && table.num_entries == table.entries_bound).then_some(table)
+}
+
+/// The hint byte Ruby 3.1 keeps for a String key: the low byte of `rb_str_hash` (which
+/// `any_hash` changes only in its top bits).
+pub fn key_hint(key: VALUE) -> u8 {
+    unsafe { rb_sys::rb_str_hash(key) as u8 }
+}
+
+/// Whether [`new_filled`] can be used in this Ruby.
+pub fn available() -> bool {
+    api().is_some()
+}
+
+/// A new Hash of `pairs` (key, value, key, value…: at most [`MAX_PAIRS`] pairs) whose
+/// keys have `hints` ([`key_hint`]); `Err` with the new Hash, still empty, where Ruby
+/// made it some other way (the caller fills it then). A key that comes again keeps its first
+/// place and takes the later value, as `Hash#[]=` does.
+///
+/// # Safety
+/// [`available`] is true; every key is a frozen, interned String (so equal keys are the
+/// same object) and every value a live object kept reachable by the caller; `pairs` does
+/// not alias Ruby memory that allocating the Hash could move.
+pub unsafe fn new_filled(pairs: &[VALUE], hints: &[u8]) -> Result<VALUE, VALUE> {
+    let api = api().expect("checked by available()");
+    let count = pairs.len() / 2;
+    debug_assert!(count <= MAX_PAIRS && hints.len() == count);
+    let hash = (api.new_with_size)(count as _);
+    let raw = &mut *(hash as *mut RHash);
+    if raw.flags & ST_TABLE_FLAG != 0 || raw.table.is_null() {
+        return Err(hash);
+    }
+    let table = &mut *raw.table;
+    let mut used = 0;
+    for (pair, &hint) in pairs.chunks_exact(2).zip(hints) {
+        match table[..used].iter_mut().find(|p| p[0] == pair[0]) {
+            Some(earlier) => earlier[1] = pair[1],
+            None => {
+                table[used] = [pair[0], pair[1]];
+                raw.hints[used] = hint;
+                used += 1;
+            }
+        }
+    }
+    let size_and_bound = ((used as VALUE) << BOUND_SHIFT) | ((used as VALUE) << SIZE_SHIFT);
+    raw.flags = (raw.flags & !SIZE_AND_BOUND_MASK) | size_and_bound;
+    // No GC ran since the Hash was made (nothing allocated); this tells an incremental
+    // mark in progress, or the remembered set, about everything written above at once.
+    (api.remember)(hash);
+    Ok(hash)
+}
+
+/// A template for Hashes of the keys (more than 8) of one Hash: a copy of it with its
+/// values set to nil, which keeps the st_table Ruby built, key hashes and bins included.
+/// The caller keeps it alive (and marked) while it holds it.
+#[derive(Clone, Copy, PartialEq, Eq, Default)]
+pub struct Shape(pub VALUE);
+
+impl Shape {
+    /// A template of `hash` (made from `pairs` pairs, none repeated), or `None` where
+    /// Ruby made it some other way. Allocates: may run the GC.
+    ///
+    /// # Safety
+    /// [`available`]; `hash` is a live Hash, fresh from `rb_hash_bulk_insert`.
+    pub unsafe fn of(hash: VALUE, pairs: usize) -> Option<Shape> {
+        st_table(hash).filter(|t| t.num_entries == pairs)?;
+        let template = rb_sys::rb_hash_dup(hash);
+        let table = st_table(template).filter(|t| t.num_entries == pairs)?;
+        for entry in std::slice::from_raw_parts_mut(table.entries, pairs) {
+            entry[2] = rb_sys::Qnil as VALUE; // an immediate: no write barrier
+        }
+        Some(Shape(template))
+    }
+
+    /// Whether `pairs` (key, value, …) has exactly this template's keys, in order.
+    ///
+    /// # Safety
+    /// The template is alive.
+    pub unsafe fn fits(self, pairs: &[VALUE]) -> bool {
+        st_table(self.0).is_some_and(|table| {
+            table.num_entries == pairs.len() / 2
+                && std::slice::from_raw_parts(table.entries, table.num_entries)
+                    .iter()
+                    .zip(pairs.chunks_exact(2))
+                    .all(|(e, p)| e[1] == p[0])
+        })
+    }
+
+    /// A new Hash of `pairs`, which [`fits`](Self::fits) this template: a copy of it with
+    /// the values written in. `None` where the copy came out otherwise. Allocates.
+    ///
+    /// # Safety
+    /// As for [`new_filled`], and `pairs` fits the template.
+    pub unsafe fn new_filled(self, pairs: &[VALUE]) -> Option<VALUE> {
+        let api = api().expect("checked by available()");
+        let hash = rb_sys::rb_hash_dup(self.0);
+        let table = st_table(hash).filter(|t| t.num_entries == pairs.len() / 2)?;
+        let entries = std::slice::from_raw_parts_mut(table.entries, table.num_entries);
+        for (entry, pair) in entries.iter_mut().zip(pairs.chunks_exact(2)) {
+            entry[2] = pair[1];
+        }
+        (api.remember)(hash);
+        Some(hash)
+    }
+}
