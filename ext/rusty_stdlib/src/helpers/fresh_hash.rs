@@ -26,6 +26,8 @@ use std::{ffi::c_void, sync::OnceLock};
 
 use rb_sys::VALUE;
 
+use super::hash::new_with_capacity;
+
 /// `RHASH_AR_TABLE_MAX_SIZE`: pairs an ar_table holds.
 pub const MAX_PAIRS: usize = 8;
 
@@ -62,44 +64,32 @@ struct StTable {
     entries: *mut [VALUE; 3],
 }
 
-/// Hashes of more pairs than this are not copied from templates (see [`Shape`]).
+/// The pair counts of Hashes copied from templates (see [`Shape`]): those Ruby keeps in an
+/// st_table, up to a bound on what a template holds.
+pub const MIN_SHAPE_PAIRS: usize = MAX_PAIRS + 1;
 pub const MAX_SHAPE_PAIRS: usize = 64;
 
-type NewWithSize = unsafe extern "C" fn(std::os::raw::c_long) -> VALUE;
 type Remember = unsafe extern "C" fn(VALUE);
 
-struct Api {
-    new_with_size: NewWithSize,
-    remember: Remember,
-}
+/// `rb_gc_writebarrier_remember` (exported by Ruby 3.1, not in its public headers), when
+/// this Ruby is 3.1 and its Hashes have the layouts above; looked up and checked once.
+static REMEMBER: OnceLock<Option<Remember>> = OnceLock::new();
 
-static API: OnceLock<Option<Api>> = OnceLock::new();
-
-fn api() -> Option<&'static Api> {
-    API.get_or_init(|| {
+fn remember() -> Option<Remember> {
+    *REMEMBER.get_or_init(|| {
         if !(30100..30200).contains(&rb_sys::RUBY_API_VERSION_CODE) {
             return None;
         }
-        let find = |name: &std::ffi::CStr| {
-            let f = unsafe { libc::dlsym(libc::RTLD_DEFAULT, name.as_ptr()) };
-            (!f.is_null()).then_some(f)
-        };
-        let new_with_size = find(c"rb_hash_new_with_size")?;
-        let remember = find(c"rb_gc_writebarrier_remember")?;
-        // SAFETY: Ruby 3.1's signatures: `VALUE (st_index_t)` and `void (VALUE)`.
-        let api = unsafe {
-            Api {
-                new_with_size: std::mem::transmute::<*mut c_void, NewWithSize>(new_with_size),
-                remember: std::mem::transmute::<*mut c_void, Remember>(remember),
-            }
-        };
-        layout_matches(&api).then_some(api)
+        let f = unsafe { libc::dlsym(libc::RTLD_DEFAULT, c"rb_gc_writebarrier_remember".as_ptr()) };
+        // SAFETY: Ruby 3.1's signature, `void (VALUE)`.
+        let remember =
+            (!f.is_null()).then(|| unsafe { std::mem::transmute::<*mut c_void, Remember>(f) })?;
+        layout_matches().then_some(remember)
     })
-    .as_ref()
 }
 
 /// Whether a Hash that Ruby itself filled reads back through [`RHash`] as expected.
-fn layout_matches(api: &Api) -> bool {
+fn layout_matches() -> bool {
     unsafe {
         let utf8 = rb_sys::rb_utf8_encoding();
         let keys = [c"rusty_stdlib fresh_hash a", c"rusty_stdlib fresh_hash b"]
@@ -110,7 +100,7 @@ fn layout_matches(api: &Api) -> bool {
             keys[1],
             rb_sys::Qnil as VALUE,
         ];
-        let hash = (api.new_with_size)(2);
+        let hash = new_with_capacity(2);
         rb_sys::rb_hash_bulk_insert(4, pairs.as_ptr(), hash);
         let raw = &*(hash as *const RHash);
         let ok = raw.flags & ST_TABLE_FLAG == 0
@@ -120,12 +110,12 @@ fn layout_matches(api: &Api) -> bool {
             && (*raw.table)[1] == [pairs[2], pairs[3]]
             && raw.hints[..2] == [key_hint(keys[0]), key_hint(keys[1])];
         std::hint::black_box(keys);
-        ok && st_layout_matches(api, utf8)
+        ok && st_layout_matches(utf8)
     }
 }
 
 /// Whether a Hash of more than 8 pairs that Ruby filled reads back through [`StTable`].
-unsafe fn st_layout_matches(api: &Api, utf8: *mut rb_sys::rb_encoding) -> bool {
+unsafe fn st_layout_matches(utf8: *mut rb_sys::rb_encoding) -> bool {
     // The keys stay reachable from `keep` (on the stack) while the rest is allocated.
     let keep = rb_sys::rb_ary_new();
     let mut pairs = Vec::new();
@@ -135,7 +125,7 @@ unsafe fn st_layout_matches(api: &Api, utf8: *mut rb_sys::rb_encoding) -> bool {
         rb_sys::rb_ary_push(keep, key);
         pairs.extend([key, (2 * i + 1) as VALUE]); // Fixnums
     }
-    let hash = (api.new_with_size)((pairs.len() / 2) as _);
+    let hash = new_with_capacity(pairs.len() / 2);
     rb_sys::rb_hash_bulk_insert(pairs.len() as _, pairs.as_ptr(), hash);
     let ok = st_table(hash).is_some_and(|table| {
         let entries = std::slice::from_raw_parts(table.entries, table.entries_bound);
@@ -165,9 +155,10 @@ pub fn key_hint(key: VALUE) -> u8 {
     unsafe { rb_sys::rb_str_hash(key) as u8 }
 }
 
-/// Whether [`new_filled`] can be used in this Ruby.
+/// Whether [`new_filled`] and [`Shape`] can be used in this Ruby. The first call checks
+/// the layouts (it makes Hashes).
 pub fn available() -> bool {
-    api().is_some()
+    remember().is_some()
 }
 
 /// A new Hash of `pairs` (key, value, key, value…: at most [`MAX_PAIRS`] pairs) whose
@@ -180,10 +171,10 @@ pub fn available() -> bool {
 /// same object) and every value a live object kept reachable by the caller; `pairs` does
 /// not alias Ruby memory that allocating the Hash could move.
 pub unsafe fn new_filled(pairs: &[VALUE], hints: &[u8]) -> Result<VALUE, VALUE> {
-    let api = api().expect("checked by available()");
+    let remember = remember().expect("checked by available()");
     let count = pairs.len() / 2;
     debug_assert!(count <= MAX_PAIRS && hints.len() == count);
-    let hash = (api.new_with_size)(count as _);
+    let hash = new_with_capacity(count);
     let raw = &mut *(hash as *mut RHash);
     if raw.flags & ST_TABLE_FLAG != 0 || raw.table.is_null() {
         return Err(hash);
@@ -204,7 +195,7 @@ pub unsafe fn new_filled(pairs: &[VALUE], hints: &[u8]) -> Result<VALUE, VALUE> 
     raw.flags = (raw.flags & !SIZE_AND_BOUND_MASK) | size_and_bound;
     // No GC ran since the Hash was made (nothing allocated); this tells an incremental
     // mark in progress, or the remembered set, about everything written above at once.
-    (api.remember)(hash);
+    remember(hash);
     Ok(hash)
 }
 
@@ -250,14 +241,14 @@ impl Shape {
     /// # Safety
     /// As for [`new_filled`], and `pairs` fits the template.
     pub unsafe fn new_filled(self, pairs: &[VALUE]) -> Option<VALUE> {
-        let api = api().expect("checked by available()");
+        let remember = remember().expect("checked by available()");
         let hash = rb_sys::rb_hash_dup(self.0);
         let table = st_table(hash).filter(|t| t.num_entries == pairs.len() / 2)?;
         let entries = std::slice::from_raw_parts_mut(table.entries, table.num_entries);
         for (entry, pair) in entries.iter_mut().zip(pairs.chunks_exact(2)) {
             entry[2] = pair[1];
         }
-        (api.remember)(hash);
+        remember(hash);
         Some(hash)
     }
 }

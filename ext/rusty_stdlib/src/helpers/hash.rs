@@ -1,4 +1,5 @@
-//! Walking a Hash whose walk runs no Ruby code, without `rb_hash_foreach`'s guard.
+//! Walking a Hash whose walk runs no Ruby code, without `rb_hash_foreach`'s guard; and
+//! making a Hash at the size it will have.
 //!
 //! `rb_hash_foreach` raises if the Hash changes during the walk, and so marks the Hash as
 //! being iterated and unmarks it under `rb_ensure` (a `setjmp`) on every call, which
@@ -38,5 +39,30 @@ pub unsafe fn foreach_quiet(hash: VALUE, func: PairFn, arg: VALUE) {
             foreach(hash, func, arg);
         }
         None => rb_sys::rb_hash_foreach(hash, Some(func), arg),
+    }
+}
+
+type NewWithCapacity = unsafe extern "C" fn(std::os::raw::c_long) -> VALUE;
+
+/// An empty Hash with room for `pairs` pairs: `rb_hash_new_capa` (Ruby 3.2+) or
+/// `rb_hash_new_with_size` (3.1), which neither Ruby declares in its public headers, so
+/// looked up once by name; `rb_hash_new` where neither is found. With more than 8 pairs
+/// this saves growing the st table while it is filled; on 3.1 it also allocates the
+/// ar_table of a smaller Hash up front.
+pub fn new_with_capacity(pairs: usize) -> VALUE {
+    static SIZED: OnceLock<Option<NewWithCapacity>> = OnceLock::new();
+    let sized = SIZED.get_or_init(|| {
+        [c"rb_hash_new_capa", c"rb_hash_new_with_size"]
+            .iter()
+            .find_map(|name| {
+                let f = unsafe { libc::dlsym(libc::RTLD_DEFAULT, name.as_ptr()) };
+                // SAFETY: both have the signature `VALUE (long)`.
+                (!f.is_null())
+                    .then(|| unsafe { std::mem::transmute::<*mut c_void, NewWithCapacity>(f) })
+            })
+    });
+    match sized {
+        Some(new_with_capacity) => unsafe { new_with_capacity(pairs as _) },
+        None => unsafe { rb_sys::rb_hash_new() },
     }
 }

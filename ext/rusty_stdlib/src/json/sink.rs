@@ -256,28 +256,13 @@ const SMALL_HASH_MAX: usize = 8;
 
 /// An empty Hash ready for `pairs` pairs. Above [`SMALL_HASH_MAX`] pairs Ruby keeps an st
 /// table, which `rb_hash_new` + `rb_hash_bulk_insert` would make at the default size and
-/// then grow; Ruby 3.1 exports `rb_hash_new_with_size` and 3.2+ `rb_hash_new_capa`
-/// for making it at the right size, looked up once by name (neither is in every Ruby).
+/// then grow.
 fn new_hash(pairs: usize) -> VALUE {
-    type NewWithSize = unsafe extern "C" fn(std::os::raw::c_long) -> VALUE;
-    static SIZED: std::sync::OnceLock<Option<NewWithSize>> = std::sync::OnceLock::new();
     if pairs > SMALL_HASH_MAX {
-        let sized = SIZED.get_or_init(|| {
-            [c"rb_hash_new_capa", c"rb_hash_new_with_size"]
-                .iter()
-                .find_map(|name| {
-                    let f = unsafe { libc::dlsym(libc::RTLD_DEFAULT, name.as_ptr()) };
-                    // SAFETY: both have the signature `VALUE (long)`.
-                    (!f.is_null()).then(|| unsafe {
-                        std::mem::transmute::<*mut libc::c_void, NewWithSize>(f)
-                    })
-                })
-        });
-        if let Some(new_with_size) = sized {
-            return unsafe { new_with_size(pairs as _) };
-        }
+        crate::helpers::hash::new_with_capacity(pairs)
+    } else {
+        unsafe { rb_sys::rb_hash_new() }
     }
-    unsafe { rb_sys::rb_hash_new() }
 }
 
 fn truthy(v: VALUE) -> bool {
@@ -460,10 +445,8 @@ impl RubySink {
     fn key(&mut self, bytes: &[u8]) -> Result<(), Error> {
         if bytes.len() > CACHED_KEY_MAX {
             let (string, value) = self.make_key(bytes)?;
-            self.push(value);
-            if self.direct_hashes {
-                self.stack.hints.push(fresh_hash::key_hint(string));
-            }
+            let hint = self.hint_of(string);
+            self.push_key(value, hint);
             return Ok(());
         }
         let keys = unsafe { std::ptr::addr_of_mut!((*self.parses).keys) };
@@ -481,10 +464,7 @@ impl RubySink {
                 };
                 if cached == bytes {
                     let (v, hint) = (slot.value, slot.hint);
-                    self.push(v);
-                    if self.direct_hashes {
-                        self.stack.hints.push(hint);
-                    }
+                    self.push_key(v, hint);
                     return Ok(());
                 }
             }
@@ -492,11 +472,7 @@ impl RubySink {
         // No reference into the cache is held here: making the key may run the GC,
         // whose mark reads the cache (and a nested parse may write it).
         let (string, value) = self.make_key(bytes)?;
-        let hint = if self.direct_hashes {
-            fresh_hash::key_hint(string)
-        } else {
-            0
-        };
+        let hint = self.hint_of(string);
         if let Some(cache) = unsafe { (*keys).as_mut() } {
             cache.slots[index] = KeySlot {
                 hash,
@@ -506,11 +482,26 @@ impl RubySink {
                 hint,
             };
         }
+        self.push_key(value, hint);
+        Ok(())
+    }
+
+    /// The lookup hint of the key String `string`, where Hashes are filled directly.
+    fn hint_of(&self, string: VALUE) -> u8 {
+        if self.direct_hashes {
+            fresh_hash::key_hint(string)
+        } else {
+            0
+        }
+    }
+
+    /// Pushes an object key, and its hint where Hashes are filled directly.
+    #[inline(always)]
+    fn push_key(&mut self, value: VALUE, hint: u8) {
         self.push(value);
         if self.direct_hashes {
             self.stack.hints.push(hint);
         }
-        Ok(())
     }
 
     /// A key's interned String, and the value to push for it (the String, or with
@@ -668,7 +659,9 @@ impl Sink for RubySink {
                 1..=fresh_hash::MAX_PAIRS => unsafe {
                     fresh_hash::new_filled(&(&*values)[start..], &self.stack.hints[hints..])
                 },
-                ..=fresh_hash::MAX_SHAPE_PAIRS => self.shaped_hash(start, pairs),
+                fresh_hash::MIN_SHAPE_PAIRS..=fresh_hash::MAX_SHAPE_PAIRS => {
+                    self.shaped_hash(start, pairs)
+                }
                 _ => Err(new_hash(pairs)),
             };
             self.stack.hints.truncate(hints);
@@ -697,7 +690,9 @@ impl RubySink {
     /// Learns templates as it goes (see [`ShapeCache`]).
     fn shaped_hash(&mut self, start: usize, pairs: usize) -> Result<VALUE, VALUE> {
         let values = self.values();
-        let keys = shape_hash(unsafe { &(&*values)[start..] });
+        // Read while allocating too, as the GC's mark reads the stack: shared borrows.
+        let stacked = unsafe { &(&*values)[start..] };
+        let keys = shape_hash(stacked);
         let index = keys as usize & (SHAPE_SLOTS - 1);
         // Copied out: no reference into the cache is held while allocating (the GC's
         // mark reads it).
@@ -711,13 +706,12 @@ impl RubySink {
             shapes.as_ref().map(|s| s.slots[index]).unwrap_or_default()
         };
         if slot.keys == keys && slot.shape.0 != 0 {
-            let pairs = unsafe { &(&*values)[start..] };
-            if unsafe { slot.shape.fits(pairs) } {
-                if let Some(hash) = unsafe { slot.shape.new_filled(pairs) } {
+            if unsafe { slot.shape.fits(stacked) } {
+                if let Some(hash) = unsafe { slot.shape.new_filled(stacked) } {
                     return Ok(hash);
                 }
             }
-            return Err(new_hash(pairs.len() / 2));
+            return Err(new_hash(pairs));
         }
         let hash = new_hash(pairs);
         self.bulk_insert(hash, start, pairs);

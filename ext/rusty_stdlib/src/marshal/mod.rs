@@ -59,10 +59,11 @@ pub fn init(ruby: &Ruby, root: RModule) -> Result<(), Error> {
         class.undef_default_alloc_func();
     }
     ids::init(ruby);
-    extended::data_ids(); // interned now, not inside an ivar walk later
-                          // The stdlib's Marshal works in any Ractor, so ours must too (the statics are set
-                          // once, before any call).
-                          // Loads leave no copy of their result on the machine stack (helpers::stack_scrub).
+    // Interned now, not inside an ivar walk later.
+    extended::data_ids();
+    // The stdlib's Marshal works in any Ractor, so ours must too (the statics are set
+    // once, before any call). Loads leave no copy of their result on the machine stack
+    // (helpers::stack_scrub).
     crate::helpers::ractor::ractor_safe(|| {
         module.define_singleton_method("native_dump", function!(native_dump, 2))?;
         module.define_singleton_method("native_dump_to", function!(native_dump_to, 3))?;
