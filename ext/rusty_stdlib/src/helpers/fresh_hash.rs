@@ -6,10 +6,9 @@
 //! interned Strings (two equal keys are the same object) whose hashes it can keep, and
 //! many of its objects have the same keys as an earlier one. So:
 //!
-//! - Up to 8 pairs ([`new_filled`]): Ruby 3.1 keeps such a Hash as an `ar_table`, the
-//!   pairs in insertion order plus one "hint" byte per pair (the low byte of the key's
-//!   hash) in the `RHash` itself, and the pair count in its flags. The pairs and hints are
-//!   written as `ar_insert` would write them.
+//! - Up to 8 pairs ([`new_filled`]): such a Hash keeps them in an ar_table (see
+//!   `hash_layout`), where the pairs and their hint bytes are written as `ar_insert`
+//!   would write them.
 //! - More pairs, with the same keys in the same order as a Hash seen before
 //!   ([`Shape`]): a copy of a template Hash (`rb_hash_dup` copies the st_table, stored
 //!   key hashes and bins included), whose values are then written in place.
@@ -17,52 +16,18 @@
 //! Either way the write barrier is told once for the whole Hash
 //! (`rb_gc_writebarrier_remember`, what Ruby's own bulk copies into an Array use).
 //!
-//! Only on Ruby 3.1, whose `RHash` and st_table entry layouts these are
-//! (`internal/hash.h`, `hash.c`, `st.c`; 3.3 embeds the ar_table, hints included, in the
-//! object). At load time Hashes that Ruby filled are read back through these layouts; if
-//! anything differs, this stays off and callers use `rb_hash_bulk_insert`.
+//! Only on Ruby 3.1, whose layouts `hash_layout` describes and checks; elsewhere this
+//! stays off and callers use `rb_hash_bulk_insert`.
 
 use std::{ffi::c_void, sync::OnceLock};
 
 use rb_sys::VALUE;
 
 use super::hash::new_with_capacity;
-
-/// `RHASH_AR_TABLE_MAX_SIZE`: pairs an ar_table holds.
-pub const MAX_PAIRS: usize = 8;
-
-/// Ruby 3.1's `struct RHash`.
-#[repr(C)]
-struct RHash {
-    flags: VALUE,
-    klass: VALUE,
-    /// The ar_table (pairs), or an st_table when `ST_TABLE_FLAG` is set.
-    table: *mut [[VALUE; 2]; MAX_PAIRS],
-    ifnone: VALUE,
-    hints: [u8; MAX_PAIRS],
-}
-
-/// `ruby_rhash_flags` (FL_USHIFT is 12).
-const ST_TABLE_FLAG: VALUE = 1 << (12 + 3);
-const SIZE_SHIFT: u32 = 12 + 4;
-const BOUND_SHIFT: u32 = 12 + 8;
-const SIZE_AND_BOUND_MASK: VALUE = 0xff << SIZE_SHIFT;
-
-/// Ruby 3.1's `struct st_table` (`ruby/st.h`).
-#[repr(C)]
-struct StTable {
-    entry_power: u8,
-    bin_power: u8,
-    size_ind: u8,
-    rebuilds_num: u32,
-    hash_type: *const c_void,
-    num_entries: usize,
-    bins: *mut usize,
-    entries_start: usize,
-    entries_bound: usize,
-    /// `struct st_table_entry` (`st.c`): hash, key, record.
-    entries: *mut [VALUE; 3],
-}
+pub use super::hash_layout::{key_hint, MAX_PAIRS};
+use super::hash_layout::{
+    matches, st_table, RHash, BOUND_SHIFT, SIZE_AND_BOUND_MASK, SIZE_SHIFT, ST_TABLE_FLAG,
+};
 
 /// The pair counts of Hashes copied from templates (see [`Shape`]): those Ruby keeps in an
 /// st_table, up to a bound on what a template holds.
@@ -72,7 +37,7 @@ pub const MAX_SHAPE_PAIRS: usize = 64;
 type Remember = unsafe extern "C" fn(VALUE);
 
 /// `rb_gc_writebarrier_remember` (exported by Ruby 3.1, not in its public headers), when
-/// this Ruby is 3.1 and its Hashes have the layouts above; looked up and checked once.
+/// this Ruby is 3.1 and its Hashes have `hash_layout`'s layouts; looked up once.
 static REMEMBER: OnceLock<Option<Remember>> = OnceLock::new();
 
 fn remember() -> Option<Remember> {
@@ -84,75 +49,8 @@ fn remember() -> Option<Remember> {
         // SAFETY: Ruby 3.1's signature, `void (VALUE)`.
         let remember =
             (!f.is_null()).then(|| unsafe { std::mem::transmute::<*mut c_void, Remember>(f) })?;
-        layout_matches().then_some(remember)
+        matches().then_some(remember)
     })
-}
-
-/// Whether a Hash that Ruby itself filled reads back through [`RHash`] as expected.
-fn layout_matches() -> bool {
-    unsafe {
-        let utf8 = rb_sys::rb_utf8_encoding();
-        let keys = [c"rusty_stdlib fresh_hash a", c"rusty_stdlib fresh_hash b"]
-            .map(|k| rb_sys::rb_enc_interned_str(k.as_ptr(), k.count_bytes() as _, utf8));
-        let pairs = [
-            keys[0],
-            rb_sys::Qtrue as VALUE,
-            keys[1],
-            rb_sys::Qnil as VALUE,
-        ];
-        let hash = new_with_capacity(2);
-        rb_sys::rb_hash_bulk_insert(4, pairs.as_ptr(), hash);
-        let raw = &*(hash as *const RHash);
-        let ok = raw.flags & ST_TABLE_FLAG == 0
-            && !raw.table.is_null()
-            && (raw.flags & SIZE_AND_BOUND_MASK) >> SIZE_SHIFT == 0x22
-            && (*raw.table)[0] == [pairs[0], pairs[1]]
-            && (*raw.table)[1] == [pairs[2], pairs[3]]
-            && raw.hints[..2] == [key_hint(keys[0]), key_hint(keys[1])];
-        std::hint::black_box(keys);
-        ok && st_layout_matches(utf8)
-    }
-}
-
-/// Whether a Hash of more than 8 pairs that Ruby filled reads back through [`StTable`].
-unsafe fn st_layout_matches(utf8: *mut rb_sys::rb_encoding) -> bool {
-    // The keys stay reachable from `keep` (on the stack) while the rest is allocated.
-    let keep = rb_sys::rb_ary_new();
-    let mut pairs = Vec::new();
-    for i in 0..(MAX_PAIRS + 3) {
-        let name = format!("rusty_stdlib fresh_hash {i}");
-        let key = rb_sys::rb_enc_interned_str(name.as_ptr() as *const _, name.len() as _, utf8);
-        rb_sys::rb_ary_push(keep, key);
-        pairs.extend([key, (2 * i + 1) as VALUE]); // Fixnums
-    }
-    let hash = new_with_capacity(pairs.len() / 2);
-    rb_sys::rb_hash_bulk_insert(pairs.len() as _, pairs.as_ptr(), hash);
-    let ok = st_table(hash).is_some_and(|table| {
-        let entries = std::slice::from_raw_parts(table.entries, table.entries_bound);
-        entries
-            .iter()
-            .zip(pairs.chunks_exact(2))
-            .all(|(e, p)| e[1] == p[0] && e[2] == p[1])
-    });
-    std::hint::black_box(keep);
-    ok
-}
-
-/// The st_table of `hash` when it is in st mode with its entries from index 0 and none
-/// deleted (as a Hash filled once is).
-unsafe fn st_table<'a>(hash: VALUE) -> Option<&'a mut StTable> {
-    let raw = &*(hash as *const RHash);
-    if raw.flags & ST_TABLE_FLAG == 0 || raw.table.is_null() {
-        return None;
-    }
-    let table = &mut *(raw.table as *mut StTable);
-    (table.entries_start == 0 && table.num_entries == table.entries_bound).then_some(table)
-}
-
-/// The hint byte Ruby 3.1 keeps for a String key: the low byte of `rb_str_hash` (which
-/// `any_hash` changes only in its top bits).
-pub fn key_hint(key: VALUE) -> u8 {
-    unsafe { rb_sys::rb_str_hash(key) as u8 }
 }
 
 /// Whether [`new_filled`] and [`Shape`] can be used in this Ruby. The first call checks

@@ -4,6 +4,7 @@ pub mod constants;
 pub mod error;
 pub mod fresh_hash;
 pub mod hash;
+pub mod hash_layout;
 pub mod nogvl;
 pub mod ractor;
 pub mod raw;

@@ -35,6 +35,7 @@ use super::dialect::Dialect;
 use super::key_cache::{self, KeyCache};
 use crate::helpers::constants::Remembered;
 use crate::helpers::error::c_error;
+use crate::helpers::hash::each_pair_quiet;
 use crate::helpers::raw::{class_of, coderange, encoding_index, flags, set_encoding_index};
 use crate::helpers::reentry::once;
 use crate::helpers::replaced::Replaced;
@@ -1083,25 +1084,33 @@ impl Gen<'_> {
             self.count_keys(hash);
         }
         self.out.push(b'{');
-        let mut walk = PairWalk {
-            gen: self,
-            ruby,
-            first: true,
-            result: Ok(()),
-        };
         let raw = hash.as_raw();
-        let arg = &mut walk as *mut PairWalk as VALUE;
         if protected {
+            let mut walk = PairWalk {
+                gen: self,
+                ruby,
+                first: true,
+                result: Ok(()),
+            };
+            let arg = &mut walk as *mut PairWalk as VALUE;
             protect(|| unsafe {
                 rb_sys::rb_hash_foreach(raw, Some(walk_pair), arg);
                 rb_sys::Qnil as VALUE
             })?;
+            walk.result?;
         } else {
             // No Ruby code runs in this walk (see `ruby_needed`) and nothing raises, so the
             // Hash cannot change under it.
-            unsafe { crate::helpers::hash::foreach_quiet(raw, walk_pair, arg) };
+            let mut first = true;
+            unsafe {
+                each_pair_quiet(raw, |key, value| {
+                    let written =
+                        self.pair(ruby, Value::from_raw(key), Value::from_raw(value), first);
+                    first = false;
+                    written
+                })
+            }?;
         }
-        walk.result?;
         let depth = state.depth.get() - 1;
         state.depth.set(depth);
         if let Some(nl) = &self.cfg.object_nl {
