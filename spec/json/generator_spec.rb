@@ -377,6 +377,27 @@ RSpec.describe "RustyStdlib::JSON::Generator" do
       end
     end
 
+    # In the compact layout the insides of a Hash are written by a walk of its own
+    # (ext/rusty_stdlib/src/json/generator/compact.rs) that gives up, deep inside, at
+    # anything needing Ruby: the output so far must be dropped and the Hash written the
+    # gem's way, with the same text, error and State depth.
+    it "writes compact Hashes that need Ruby deep inside like the gem" do
+      to_json = Class.new { def to_json(*a) = "{\"depth\":#{a.first&.depth.inspect}}" }
+      inner = ->(v) { { "k" => [1, "s", { "x" => [nil, v] }], sym: 2.5 } }
+      [to_json.new, Float::NAN, 2**70, "\xff", :sym, Object.new, [[[[1]]]],
+       { 1 => 2 }, { nil => 1 }, "\u2028/".encode("UTF-16LE"), 1, [], { "e" => {} }].each do |tail|
+        value = inner.call(tail)
+        [[value], value, { "outer" => value }].each do |doc|
+          expect_gen_parity { JSON.generate(doc) }
+          [{ max_nesting: 4 }, { max_nesting: 5 }, { max_nesting: 6 }, { ascii_only: true },
+           { allow_nan: true }, { escape_slash: true }].each do |opts|
+            expect_gen_parity { JSON.generate(doc, opts) }
+          end
+          expect_gen_parity { |g| s = g::State.new(depth: 1, max_nesting: 7); [(s.generate(doc) rescue $!.message), s.depth] }
+        end
+      end
+    end
+
     it "generates deep structures without max_nesting like the gem" do
       deep = [1]
       3000.times { deep = [deep] }

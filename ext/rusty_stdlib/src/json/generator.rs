@@ -28,6 +28,7 @@ use magnus::{
 use rb_sys::{ruby_coderange_type, ruby_value_type, VALUE};
 use rusty_core::json as core;
 
+mod compact;
 mod raw_string;
 mod state_v2_9;
 
@@ -518,6 +519,8 @@ struct Gen<'s> {
     object_layout: bool,
     /// Whether `object_delim2` is the compact layout's `:`.
     colon_only: bool,
+    /// Whether no layout string is set, so that `compact`'s walk may be used.
+    compact: bool,
     object_delim2: Cow<'static, [u8]>,
     array_delim: Cow<'static, [u8]>,
     out: Vec<u8>,
@@ -590,6 +593,7 @@ impl<'s> Gen<'s> {
             escape_separators: cfg.escape_separators,
             object_layout: cfg.object_nl.is_some() || cfg.indent.is_some(),
             colon_only: &object_delim2[..] == b":",
+            compact: compact::is_compact(&cfg),
             cfg,
             object_delim2,
             array_delim,
@@ -1098,6 +1102,10 @@ impl Gen<'_> {
                 rb_sys::Qnil as VALUE
             })?;
             walk.result?;
+        } else if self.compact_now() {
+            if self.compact_pairs(ruby, raw, depth).is_err() {
+                return self.ruby_needed(ruby);
+            }
         } else {
             // No Ruby code runs in this walk (see `ruby_needed`) and nothing raises, so the
             // Hash cannot change under it.
@@ -1225,10 +1233,18 @@ impl Gen<'_> {
         }
         let depth = self.enter(ruby)?;
         self.out.push(b'[');
+        let raw = ary.as_raw();
+        if self.compact_now() {
+            if self.compact_elements(ruby, raw, depth).is_err() {
+                return self.ruby_needed(ruby);
+            }
+            state.depth.set(depth - 1);
+            self.out.push(b']');
+            return Ok(());
+        }
         if let Some(nl) = &self.cfg.array_nl {
             self.out.extend_from_slice(nl);
         }
-        let raw = ary.as_raw();
         let mut i = 0;
         // Length and element are read afresh each time: a #to_json may change the Array.
         while i < unsafe { rb_sys::RARRAY_LEN(raw) } {

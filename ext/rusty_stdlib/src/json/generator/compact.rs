@@ -1,0 +1,165 @@
+//! The compact layout's walk of core values: what `JSON.generate(obj)` writes for the
+//! insides of a Hash or Array walked while no Ruby code can run (see `Gen::object`).
+//!
+//! The general walk reads the layout strings at every pair and element, counts depths in
+//! the State (a `#to_json` may read them), and passes a `magnus::Error` back through
+//! every level. None of that can matter here: there are no layout strings, no Ruby code
+//! runs that could see a depth, and no error is made. So this walk keeps the depth in a
+//! local, writes only brackets, commas and colons, and stops with [`NeedsRuby`] at
+//! anything else (an object of another class, a key that is not a String or Symbol, a
+//! nesting error): the caller then asks for the protected walk, which writes the whole
+//! Hash again the general way.
+
+use magnus::{
+    prelude::*,
+    rb_sys::{AsRawValue, FromRawValue},
+    Fixnum, RHash, RString, Ruby, Symbol, Value,
+};
+use rb_sys::VALUE;
+use rusty_core::json as core;
+
+use super::{key_cache, Config, Gen};
+use crate::helpers::hash::each_pair_quiet;
+
+/// A compact walk met something only the general walk can write.
+pub(super) struct NeedsRuby;
+
+/// Whether `cfg` has no layout strings: JSON.generate's default, and `fast_generate`'s.
+pub(super) fn is_compact(cfg: &Config) -> bool {
+    cfg.indent.is_none()
+        && cfg.space.is_none()
+        && cfg.space_before.is_none()
+        && cfg.object_nl.is_none()
+        && cfg.array_nl.is_none()
+}
+
+impl Gen<'_> {
+    /// Whether the insides of a Hash or Array may be written by this module's walk now.
+    #[inline(always)]
+    pub(super) fn compact_now(&self) -> bool {
+        self.compact && self.unprotected > 0 && self.spilled_from.is_none()
+    }
+
+    /// The pairs of `hash`, entered at nesting `depth`, between its braces.
+    pub(super) fn compact_pairs(
+        &mut self,
+        ruby: &Ruby,
+        hash: VALUE,
+        depth: i64,
+    ) -> Result<(), NeedsRuby> {
+        let mut first = true;
+        // SAFETY: nothing here runs Ruby code or raises.
+        unsafe {
+            each_pair_quiet(hash, |key, value| {
+                if !first {
+                    self.out.push(b',');
+                }
+                first = false;
+                self.compact_key(ruby, Value::from_raw(key))?;
+                self.compact_value(ruby, Value::from_raw(value), depth)
+            })
+        }
+    }
+
+    /// The elements of `ary`, entered at nesting `depth`, between its brackets.
+    pub(super) fn compact_elements(
+        &mut self,
+        ruby: &Ruby,
+        ary: VALUE,
+        depth: i64,
+    ) -> Result<(), NeedsRuby> {
+        // No Ruby code runs, so the Array keeps its length and elements.
+        let len = unsafe { rb_sys::RARRAY_LEN(ary) } as usize;
+        let elements = unsafe { rb_sys::RARRAY_CONST_PTR(ary) };
+        for i in 0..len {
+            if i > 0 {
+                self.out.push(b',');
+            }
+            let element = unsafe { Value::from_raw(*elements.add(i)) };
+            self.compact_value(ruby, element, depth)?;
+        }
+        Ok(())
+    }
+
+    /// `Gen::value` inside a Hash or Array at nesting `depth`.
+    fn compact_value(&mut self, ruby: &Ruby, obj: Value, depth: i64) -> Result<(), NeedsRuby> {
+        let raw = obj.as_raw();
+        if raw == rb_sys::Qnil as VALUE {
+            core::push_bytes(&mut self.out, b"null");
+            return Ok(());
+        } else if raw == rb_sys::Qfalse as VALUE {
+            core::push_bytes(&mut self.out, b"false");
+            return Ok(());
+        } else if raw == rb_sys::Qtrue as VALUE {
+            core::push_bytes(&mut self.out, b"true");
+            return Ok(());
+        } else if let Some(n) = Fixnum::from_value(obj) {
+            core::write_i64(n.to_i64(), &mut self.out);
+            return Ok(());
+        }
+        let klass = obj.class().as_raw();
+        if klass == ruby.class_hash().as_raw() {
+            let depth = self.compact_enter(depth + 1)?;
+            let hash = RHash::from_value(obj).expect("a Hash").as_raw();
+            if self.keys.is_none() {
+                self.count_keys(RHash::from_value(obj).expect("a Hash"));
+            }
+            self.out.push(b'{');
+            self.compact_pairs(ruby, hash, depth)?;
+            self.out.push(b'}');
+            Ok(())
+        } else if klass == ruby.class_array().as_raw() {
+            let depth = self.compact_enter(depth + 1)?;
+            self.out.push(b'[');
+            self.compact_elements(ruby, raw, depth)?;
+            self.out.push(b']');
+            Ok(())
+        } else if klass == ruby.class_string().as_raw() {
+            let s = RString::from_value(obj).expect("a String");
+            self.string(ruby, s).map_err(|_| NeedsRuby)
+        } else if klass == ruby.class_float().as_raw() {
+            self.float(ruby, obj).map_err(|_| NeedsRuby)
+        } else {
+            Err(NeedsRuby)
+        }
+    }
+
+    /// `Gen::enter`'s checks for nesting `depth`: the general walk raises where they fail.
+    #[inline(always)]
+    fn compact_enter(&self, depth: i64) -> Result<i64, NeedsRuby> {
+        let max = self.cfg.max_nesting;
+        if (max != 0 && depth > max) || (depth > 256 && unsafe { rb_sys::ruby_stack_check() } != 0)
+        {
+            return Err(NeedsRuby);
+        }
+        Ok(depth)
+    }
+
+    /// A pair's key and colon, as `Gen::pair` writes them, from the key table when it
+    /// has them.
+    #[inline(always)]
+    fn compact_key(&mut self, ruby: &Ruby, key: Value) -> Result<(), NeedsRuby> {
+        if let Some(written) = self.keys.as_ref().and_then(|keys| keys.get(key.as_raw())) {
+            core::push_bytes(&mut self.out, written);
+            return Ok(());
+        }
+        let mark = self.out.len();
+        let name = if key.class().as_raw() == ruby.class_string().as_raw() {
+            RString::from_value(key).expect("a String")
+        } else if let Some(sym) = Symbol::from_value(key) {
+            let name = unsafe { rb_sys::rb_sym2str(sym.as_raw()) };
+            RString::from_value(unsafe { Value::from_raw(name) }).expect("a String")
+        } else {
+            return Err(NeedsRuby);
+        };
+        self.string(ruby, name).map_err(|_| NeedsRuby)?;
+        self.out.push(b':');
+        if let Some(keys) = &mut self.keys {
+            let written = &self.out[mark..];
+            if written.len() <= key_cache::MAX_LEN {
+                keys.put(key.as_raw(), written);
+            }
+        }
+        Ok(())
+    }
+}
