@@ -398,6 +398,44 @@ RSpec.describe "RustyStdlib::JSON::Generator" do
       end
     end
 
+    # Written keys are remembered by key object across generations
+    # (ext/rusty_stdlib/src/json/key_cache.rs): only frozen Strings and Symbols, kept
+    # alive by the table, with the escaping switches they were written with.
+    describe "keys written before" do
+      it "stay right when their objects are freed and others take their place" do
+        expected = JSONGenParity.with_generator(JSONGenParity::STDLIB) do
+          Array.new(300) { |i| JSON.generate({ "key #{i}".freeze => i, "#{i}/é" => [i] }) }
+        end
+        written = Array.new(300) do |i|
+          GC.start if (i % 25).zero?
+          JSON.generate({ "key #{i}".freeze => i, "#{i}/é" => [i] })
+        end
+        expect(written).to eq(expected)
+      end
+
+      it "are not remembered when a compare_by_identity Hash holds them unfrozen" do
+        expect_gen_parity do
+          key = +"first"
+          hash = {}.compare_by_identity
+          hash[key] = 1
+          [JSON.generate(hash), JSON.generate([hash]), key.replace("second"), JSON.generate(hash),
+           JSON.generate([hash])]
+        end
+      end
+
+      it "are written again for other escaping switches, Symbols and encodings" do
+        expect_gen_parity do
+          hash = { "a/é\u2028" => 1, "a/é\u2028": 2, "é".encode("ISO-8859-1") => 3, "\xC3\xA9".b => 4 }
+          [{}, { ascii_only: true }, { escape_slash: true }, { script_safe: true }, {},
+           { space: " " }, {}].map do |opts|
+            JSON.generate(hash, opts)
+          rescue JSON::GeneratorError => e
+            e.class
+          end
+        end
+      end
+    end
+
     it "generates deep structures without max_nesting like the gem" do
       deep = [1]
       3000.times { deep = [deep] }

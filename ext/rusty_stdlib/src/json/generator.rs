@@ -538,18 +538,14 @@ struct Gen<'s> {
     retry: bool,
     /// Cleared after the first retry: from then on every Hash is walked protected.
     unprotected_ok: bool,
-    /// Written keys by key object, used while no Ruby code can run (see `key_cache`);
-    /// made once the generation has written [`KEY_CACHE_AFTER`] keys.
-    keys: Option<Box<KeyCache>>,
-    /// Keys of the Hashes walked while no Ruby code could run, until the table is made.
-    keys_written: u32,
+    /// The Ractor's written keys by key object (see `key_cache`), fetched at the first
+    /// key; null before.
+    keys: *mut KeyCache,
+    /// [`key_cache::escaping`] of this generation's switches.
+    key_escaping: u8,
     /// The json gem whose generator this stands in for.
     dialect: Dialect,
 }
-
-/// A document writes this many keys before its keys are remembered: small ones would
-/// pay for the table and use it little.
-const KEY_CACHE_AFTER: u32 = 32;
 
 impl<'s> Gen<'s> {
     /// `cState_prepare_buffer`.
@@ -582,6 +578,8 @@ impl<'s> Gen<'s> {
             }
         };
         let capacity = cfg.buffer_initial_length.clamp(1, 1 << 20) as usize;
+        let key_escaping =
+            key_cache::escaping(cfg.ascii_only, cfg.escape_slash, cfg.escape_separators);
         Gen {
             state_value,
             state,
@@ -604,8 +602,8 @@ impl<'s> Gen<'s> {
             unprotected: 0,
             retry: false,
             unprotected_ok: true,
-            keys: None,
-            keys_written: 0,
+            keys: std::ptr::null_mut(),
+            key_escaping,
             dialect: Dialect::current(),
         }
     }
@@ -644,9 +642,6 @@ impl Drop for Gen<'_> {
     fn drop(&mut self) {
         // The spilled-from State lives until here (see `spilled_from`).
         std::hint::black_box(self.spilled_from);
-        if let Some(keys) = self.keys.take() {
-            KeyCache::give_back(keys);
-        }
         if self.out.capacity() <= SPARE_BUFFER_MAX {
             let out = std::mem::take(&mut self.out);
             SPARE_BUFFER.with(|spare| {
@@ -1052,10 +1047,6 @@ impl Gen<'_> {
             // generation's (see `pair`); a walk given up may leave both off.
             let (cur, generation) = (self.cur, self.state);
             let depths = (cur.depth.get(), generation.depth.get());
-            // Ruby code may have run since the last walk without it.
-            if let Some(keys) = &mut self.keys {
-                keys.invalidate();
-            }
             self.unprotected += 1;
             let result = self.object_walk(ruby, hash, false);
             self.unprotected -= 1;
@@ -1083,9 +1074,6 @@ impl Gen<'_> {
             state.depth.set(depth - 1);
             core::push_bytes(&mut self.out, b"{}");
             return Ok(());
-        }
-        if self.keys.is_none() && !protected {
-            self.count_keys(hash);
         }
         self.out.push(b'{');
         let raw = hash.as_raw();
@@ -1129,15 +1117,26 @@ impl Gen<'_> {
         Ok(())
     }
 
-    /// Counts the keys written while no Ruby code can run, and makes the key table once
-    /// there were [`KEY_CACHE_AFTER`].
-    #[inline(never)]
-    fn count_keys(&mut self, hash: RHash) {
-        let size = unsafe { rb_sys::rb_hash_size_num(hash.as_raw()) };
-        self.keys_written = self.keys_written.saturating_add(size as u32);
-        if self.keys_written >= KEY_CACHE_AFTER {
-            self.keys = Some(KeyCache::take());
+    /// This Ractor's key table (see `key_cache`), to be used only until the next Ruby
+    /// call (which could run a nested generation that uses it too).
+    #[inline(always)]
+    fn key_table(&mut self) -> *mut KeyCache {
+        if self.keys.is_null() {
+            self.keys = unsafe { KeyCache::of_this_ractor() };
         }
+        self.keys
+    }
+
+    /// Whether `key`, a String or Symbol whose text is `name`, goes into the key table
+    /// once written: it must be [`key_cache::keepable`], written with the compact
+    /// delimiter, and UTF-8 or US-ASCII (any other is converted, and json 2.9 warns
+    /// about a binary one each time).
+    #[inline(always)]
+    fn keeps_written(&self, key: Value, name: RString) -> bool {
+        let index = encoding_index(name.as_raw());
+        self.colon_only
+            && (index == self.utf8 || index == self.usascii)
+            && key_cache::keepable(key.as_raw())
     }
 
     fn pair(&mut self, ruby: &Ruby, key: Value, value: Value, first: bool) -> Result<(), Error> {
@@ -1155,18 +1154,27 @@ impl Gen<'_> {
             }
             push_indent(&mut self.out, &self.cfg.indent, depth);
         }
-        if let Some(keys) = &self.keys {
-            if let (true, Some(written)) = (self.unprotected > 0, keys.get(key.as_raw())) {
+        let escaping = self.key_escaping;
+        if self.colon_only {
+            let keys = self.key_table();
+            // SAFETY: see `key_table`; the table and the output are separate.
+            if let Some(written) = unsafe { (*keys).get(key.as_raw(), escaping) } {
                 core::push_bytes(&mut self.out, written);
+                self.cur = state;
                 return self.value(ruby, value);
             }
         }
         let mark = self.out.len();
+        // Whether the key is written from its own text alone (see `keeps_written`).
+        let mut keep = false;
         if key.class().as_raw() == ruby.class_string().as_raw() {
-            self.string(ruby, RString::from_value(key).expect("a String"))?;
+            let name = RString::from_value(key).expect("a String");
+            keep = self.keeps_written(key, name);
+            self.string(ruby, name)?;
         } else if let Some(sym) = Symbol::from_value(key) {
             let name = unsafe { rb_sys::rb_sym2str(sym.as_raw()) };
             let name = RString::from_value(unsafe { Value::from_raw(name) }).expect("a String");
+            keep = self.keeps_written(key, name);
             self.string(ruby, name)?;
         } else if self.dialect == Dialect::V2_9 {
             self.ruby_needed(ruby)?;
@@ -1182,10 +1190,12 @@ impl Gen<'_> {
         } else {
             core::push_bytes(&mut self.out, &self.object_delim2);
         }
-        if let (Some(keys), true) = (&mut self.keys, self.unprotected > 0) {
-            let written = &self.out[mark..];
-            if written.len() <= key_cache::MAX_LEN {
-                keys.put(key.as_raw(), written);
+        if keep {
+            let written_len = self.out.len() - mark;
+            if written_len <= key_cache::MAX_LEN {
+                let keys = self.key_table();
+                // SAFETY: see `key_table`; the table and the output are separate.
+                unsafe { (*keys).put(key.as_raw(), escaping, &self.out[mark..]) };
             }
         }
         self.cur = state;

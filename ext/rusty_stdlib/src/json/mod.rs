@@ -44,6 +44,7 @@ fn define(ruby: &Ruby, root: RModule) -> Result<(), Error> {
         crate::scrubbing!(method!(parser::parse_with, 2); source, opts),
     )?;
     sink::init();
+    key_cache::init();
     generator::init(ruby, module)?;
     Ok(())
 }

@@ -101,9 +101,6 @@ impl Gen<'_> {
         if klass == ruby.class_hash().as_raw() {
             let depth = self.compact_enter(depth + 1)?;
             let hash = RHash::from_value(obj).expect("a Hash").as_raw();
-            if self.keys.is_none() {
-                self.count_keys(RHash::from_value(obj).expect("a Hash"));
-            }
             self.out.push(b'{');
             self.compact_pairs(ruby, hash, depth)?;
             self.out.push(b'}');
@@ -139,7 +136,10 @@ impl Gen<'_> {
     /// has them.
     #[inline(always)]
     fn compact_key(&mut self, ruby: &Ruby, key: Value) -> Result<(), NeedsRuby> {
-        if let Some(written) = self.keys.as_ref().and_then(|keys| keys.get(key.as_raw())) {
+        let escaping = self.key_escaping;
+        let keys = self.key_table();
+        // SAFETY: see `Gen::key_table`; the table and the output are separate.
+        if let Some(written) = unsafe { (*keys).get(key.as_raw(), escaping) } {
             core::push_bytes(&mut self.out, written);
             return Ok(());
         }
@@ -152,13 +152,12 @@ impl Gen<'_> {
         } else {
             return Err(NeedsRuby);
         };
+        let keep = self.keeps_written(key, name);
         self.string(ruby, name).map_err(|_| NeedsRuby)?;
         self.out.push(b':');
-        if let Some(keys) = &mut self.keys {
-            let written = &self.out[mark..];
-            if written.len() <= key_cache::MAX_LEN {
-                keys.put(key.as_raw(), written);
-            }
+        if keep && self.out.len() - mark <= key_cache::MAX_LEN {
+            // SAFETY: as above.
+            unsafe { (*keys).put(key.as_raw(), escaping, &self.out[mark..]) };
         }
         Ok(())
     }
