@@ -20,6 +20,7 @@ use rusty_core::json as core;
 
 use super::{key_cache, Config, Gen};
 use crate::helpers::hash::each_pair_quiet;
+use crate::helpers::hash_layout::Pairs;
 
 /// A compact walk met something only the general walk can write.
 pub(super) struct NeedsRuby;
@@ -48,17 +49,38 @@ impl Gen<'_> {
         depth: i64,
     ) -> Result<(), NeedsRuby> {
         let mut first = true;
+        // The loop over the table is written out here (not left to `each_pair_quiet`) so
+        // that the pair's code is inlined into it.
+        if let Some(mut pairs) = Pairs::of(hash) {
+            // SAFETY: no Ruby code runs in this walk, so the Hash does not change.
+            while let Some((key, value)) = unsafe { pairs.next() } {
+                self.compact_pair(ruby, key, value, depth, &mut first)?;
+            }
+            return Ok(());
+        }
         // SAFETY: nothing here runs Ruby code or raises.
         unsafe {
             each_pair_quiet(hash, |key, value| {
-                if !first {
-                    self.out.push(b',');
-                }
-                first = false;
-                self.compact_key(ruby, Value::from_raw(key))?;
-                self.compact_value(ruby, Value::from_raw(value), depth)
+                self.compact_pair(ruby, key, value, depth, &mut first)
             })
         }
+    }
+
+    #[inline(always)]
+    fn compact_pair(
+        &mut self,
+        ruby: &Ruby,
+        key: VALUE,
+        value: VALUE,
+        depth: i64,
+        first: &mut bool,
+    ) -> Result<(), NeedsRuby> {
+        if !*first {
+            self.out.push(b',');
+        }
+        *first = false;
+        self.compact_key(ruby, unsafe { Value::from_raw(key) })?;
+        self.compact_value(ruby, unsafe { Value::from_raw(value) }, depth)
     }
 
     /// The elements of `ary`, entered at nesting `depth`, between its brackets.
