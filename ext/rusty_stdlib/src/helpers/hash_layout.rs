@@ -135,16 +135,47 @@ pub fn key_hint(key: VALUE) -> u8 {
 const DELETED_ENTRY_HASH: VALUE = !0;
 
 /// The pairs of a Hash in `rb_hash_foreach`'s order, read from its table (deleted
-/// entries skipped). Each step reads the table afresh from the Hash.
+/// entries skipped). Which table and how far it goes are read once; the table's address
+/// is read again at each step (Ruby 3.1 may move an ar_table during a GC).
 pub struct Pairs {
     hash: VALUE,
     next: usize,
+    bound: usize,
+    st: bool,
 }
 
 impl Pairs {
     /// The pairs of `hash`, where [`matches`].
-    pub fn of(hash: VALUE) -> Option<Pairs> {
-        matches().then_some(Pairs { hash, next: 0 })
+    ///
+    /// # Safety
+    /// `hash` is a live Hash.
+    #[inline(always)]
+    pub unsafe fn of(hash: VALUE) -> Option<Pairs> {
+        matches().then(|| Pairs::read(hash))
+    }
+
+    /// [`Pairs::of`] without the layout check.
+    #[inline(always)]
+    unsafe fn read(hash: VALUE) -> Pairs {
+        let raw = &*(hash as *const RHash);
+        let st = raw.flags & ST_TABLE_FLAG != 0;
+        let (next, bound) = if raw.table.is_null() {
+            (0, 0)
+        } else if st {
+            let table = &*(raw.table as *const StTable);
+            (table.entries_start, table.entries_bound)
+        } else {
+            (
+                0,
+                (((raw.flags >> BOUND_SHIFT) & 0xf) as usize).min(MAX_PAIRS),
+            )
+        };
+        Pairs {
+            hash,
+            next,
+            bound,
+            st,
+        }
     }
 
     /// The next pair.
@@ -153,27 +184,19 @@ impl Pairs {
     /// The Hash is alive and has not changed since this walk began.
     #[inline(always)]
     pub unsafe fn next(&mut self) -> Option<(VALUE, VALUE)> {
-        let raw = &*(self.hash as *const RHash);
-        if raw.flags & ST_TABLE_FLAG == 0 {
-            let bound = ((raw.flags >> BOUND_SHIFT) & 0xf) as usize;
-            if raw.table.is_null() {
-                return None;
-            }
-            while self.next < bound.min(MAX_PAIRS) {
-                let [key, value] = (*raw.table)[self.next];
-                self.next += 1;
-                // `ar_clear_entry` leaves Qundef where a pair was deleted.
-                if key != rb_sys::Qundef as VALUE {
+        while self.next < self.bound {
+            let i = self.next;
+            self.next += 1;
+            let raw = &*(self.hash as *const RHash);
+            if self.st {
+                let [hash, key, value] = *(*(raw.table as *const StTable)).entries.add(i);
+                if hash != DELETED_ENTRY_HASH {
                     return Some((key, value));
                 }
-            }
-        } else {
-            let table = &*(raw.table as *const StTable);
-            self.next = self.next.max(table.entries_start);
-            while self.next < table.entries_bound {
-                let [hash, key, value] = *table.entries.add(self.next);
-                self.next += 1;
-                if hash != DELETED_ENTRY_HASH {
+            } else {
+                let [key, value] = (*raw.table)[i];
+                // `ar_clear_entry` leaves Qundef where a pair was deleted.
+                if key != rb_sys::Qundef as VALUE {
                     return Some((key, value));
                 }
             }
@@ -199,7 +222,7 @@ unsafe fn pairs_read_back() -> bool {
         let mut expected: Vec<(VALUE, VALUE)> = Vec::new();
         let arg = &mut expected as *mut Vec<(VALUE, VALUE)> as VALUE;
         rb_sys::rb_hash_foreach(hash, Some(collect), arg);
-        let mut pairs = Pairs { hash, next: 0 };
+        let mut pairs = Pairs::read(hash);
         let mut walked = Vec::new();
         while let Some(pair) = pairs.next() {
             walked.push(pair);

@@ -13,7 +13,7 @@
 use magnus::{
     prelude::*,
     rb_sys::{AsRawValue, FromRawValue},
-    Fixnum, RHash, RString, Ruby, Symbol, Value,
+    Fixnum, RString, Ruby, Symbol, Value,
 };
 use rb_sys::VALUE;
 use rusty_core::json as core;
@@ -21,6 +21,7 @@ use rusty_core::json as core;
 use super::{key_cache, Config, Gen};
 use crate::helpers::hash::each_pair_quiet;
 use crate::helpers::hash_layout::Pairs;
+use crate::helpers::raw::class_of;
 
 /// A compact walk met something only the general walk can write.
 pub(super) struct NeedsRuby;
@@ -51,7 +52,7 @@ impl Gen<'_> {
         let mut first = true;
         // The loop over the table is written out here (not left to `each_pair_quiet`) so
         // that the pair's code is inlined into it.
-        if let Some(mut pairs) = Pairs::of(hash) {
+        if let Some(mut pairs) = unsafe { Pairs::of(hash) } {
             // SAFETY: no Ruby code runs in this walk, so the Hash does not change.
             while let Some((key, value)) = unsafe { pairs.next() } {
                 self.compact_pair(ruby, key, value, depth, &mut first)?;
@@ -103,7 +104,10 @@ impl Gen<'_> {
         Ok(())
     }
 
-    /// `Gen::value` inside a Hash or Array at nesting `depth`.
+    /// `Gen::value` inside a Hash or Array at nesting `depth`: inlined where it is used
+    /// for the values written without their class (most of a document's leaves), the
+    /// others written by `compact_object`.
+    #[inline(always)]
     fn compact_value(&mut self, ruby: &Ruby, obj: Value, depth: i64) -> Result<(), NeedsRuby> {
         let raw = obj.as_raw();
         if raw == rb_sys::Qnil as VALUE {
@@ -119,16 +123,31 @@ impl Gen<'_> {
             core::write_i64(n.to_i64(), &mut self.out);
             return Ok(());
         }
-        let klass = obj.class().as_raw();
+        self.compact_object(ruby, obj, depth)
+    }
+
+    /// `compact_value` of a value with a class to look at.
+    fn compact_object(&mut self, ruby: &Ruby, obj: Value, depth: i64) -> Result<(), NeedsRuby> {
+        let raw = obj.as_raw();
+        // The other immediates (Symbols, flonums) are rare: magnus finds their classes.
+        let klass = if rb_sys::SPECIAL_CONST_P(raw) {
+            obj.class().as_raw()
+        } else {
+            class_of(raw)
+        };
         if klass == ruby.class_hash().as_raw() {
             let depth = self.compact_enter(depth + 1)?;
-            let hash = RHash::from_value(obj).expect("a Hash").as_raw();
             self.out.push(b'{');
-            self.compact_pairs(ruby, hash, depth)?;
+            self.compact_pairs(ruby, raw, depth)?;
             self.out.push(b'}');
             Ok(())
         } else if klass == ruby.class_array().as_raw() {
             let depth = self.compact_enter(depth + 1)?;
+            // Most of citm_catalog.json's Arrays are empty.
+            if unsafe { rb_sys::RARRAY_LEN(raw) } == 0 {
+                core::push_bytes(&mut self.out, b"[]");
+                return Ok(());
+            }
             self.out.push(b'[');
             self.compact_elements(ruby, raw, depth)?;
             self.out.push(b']');
