@@ -29,7 +29,7 @@ pub const MAX_LEN: usize = 53;
 #[derive(Clone, Copy)]
 struct Slot {
     key: VALUE,
-    /// [`Escaping`] bits the bytes were written with.
+    /// [`escaping`] bits the bytes were written with.
     escaping: u8,
     len: u8,
     bytes: [u8; MAX_LEN],
