@@ -434,8 +434,9 @@ module RustyStdlib
       # Tells the native side which add_field, set_field and append_field_value (for
       # read_new) and inflater, chunked?, [] and read_chunked (for read_body_0) are the
       # stock ones (the stdlib's from its files, and ours), so that it can see cheaply
-      # whether a response still reaches them (ext/rusty_stdlib/src/net_http/methods.rs).
-      # Once, when net/http is loaded.
+      # whether a response still reaches them (ext/rusty_stdlib/src/net_http/methods.rs);
+      # and, for each_capitalized, whether a request's capitalize is still ours. Once,
+      # when net/http is loaded.
       def remember_stock_methods
         return if @remembered || !loaded?(:response_head)
 
@@ -447,6 +448,12 @@ module RustyStdlib
           method.owner == Net::HTTPHeader && method.source_location&.first.to_s.end_with?("/net/http/header.rb")
         end
         @stock_methods_known = stock && Native.remember_stock(probe, fields)
+        # each_capitalized makes the names itself, without calling capitalize, while the
+        # capitalize a request reaches is this one of ours (not a subclass's, a
+        # singleton's, a prepended module's or a later redefinition).
+        if @pieces.key?(:header_names) && RequestHead.ours?(probe.instance_method(:capitalize))
+          Native.remember_stock(probe, [:capitalize])
+        end
         body = { inflater: [Net::HTTPResponse, "/net/http/response.rb"],
                  chunked?: [Net::HTTPHeader, "/net/http/header.rb"],
                  "[]": [Net::HTTPHeader, "/net/http/header.rb"],

@@ -111,4 +111,40 @@ RSpec.describe "Net::HTTPHeader header names (RustyStdlib::NetHttp :header_names
     expect_codec_parity { own_capitalize.new("/", "a-b" => "c").each_capitalized.to_a }
     expect_codec_parity { Class.new(Net::HTTP::Get) { def initialize_http_header(*) = @header = nil }.new("/").each_capitalized.to_a }
   end
+
+  # On Ruby 3.1 ours makes the names without calling capitalize while the one the
+  # request reaches is ours, asked again at every pair (ext/rusty_stdlib/src/net_http/header.rs).
+  it "calls a capitalize defined anywhere, also one defined by the block in the middle of the walk" do
+    fields = { "a-b" => "1", "c-d" => "2", "e-f" => "3" }
+    own = ->(prefix) { Module.new { define_method(:capitalize) { |name| "#{prefix}-#{name}" } } }
+    expect_codec_parity { Net::HTTP::Get.new("/", fields).extend(own.call("singleton")).each_capitalized.to_a }
+    expect_codec_parity { Class.new(Net::HTTP::Get) { prepend(own.call("prepended")) }.new("/", fields).each_capitalized.to_a }
+    expect_codec_parity do
+      with_super = Module.new { private def capitalize(name) = "super-#{super}" }
+      Class.new(Net::HTTP::Get) { include(with_super) }.new("/", fields).each_capitalized.to_a
+    end
+    expect_codec_parity do
+      req = Net::HTTP::Get.new("/", fields)
+      names = []
+      req.each_capitalized do |name, _|
+        names << name
+        req.extend(own.call("late")) if names.size == 2
+      end
+      names
+    end
+    # A redefinition in Net::HTTPHeader itself (of ours, or of the stdlib's while the
+    # specs compare), put back afterwards (removed first: no "method redefined" warning).
+    expect_codec_parity do
+      stock = Net::HTTPHeader.instance_method(:capitalize)
+      begin
+        Net::HTTPHeader.send(:remove_method, :capitalize)
+        Net::HTTPHeader.class_eval { private def capitalize(name) = "app-#{name}" }
+        Net::HTTP::Get.new("/", fields).each_capitalized.to_a
+      ensure
+        Net::HTTPHeader.send(:remove_method, :capitalize) if Net::HTTPHeader.private_method_defined?(:capitalize, false)
+        RustyStdlib::MethodSwap.put(Net::HTTPHeader, :capitalize, stock, :private)
+      end
+    end
+    expect(Net::HTTPHeader.instance_method(:capitalize).source_location).to be_nil # ours again
+  end
 end

