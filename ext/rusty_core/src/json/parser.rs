@@ -246,11 +246,19 @@ pub fn parse<S: Sink>(
                                 Some(b',') => {
                                     let q = skip_ignore(src, q + 1)
                                         .map_err(|at| unexpected(lines::ARRAY, at))?;
-                                    if src.get(q).is_some_and(|&b| begin_value(b)) {
-                                        p = q;
-                                        break;
+                                    match src.get(q) {
+                                        // A number after the comma (arrays of numbers) is
+                                        // read here and climbs on at once, without a turn
+                                        // of the outer loop.
+                                        Some(b'-' | b'0'..=b'9') => {
+                                            read = read_number(src, q, options, sink)?;
+                                        }
+                                        Some(&b) if begin_value(b) => {
+                                            p = q;
+                                            break;
+                                        }
+                                        _ => return Err(unexpected(lines::ARRAY, q)),
                                     }
-                                    return Err(unexpected(lines::ARRAY, q));
                                 }
                                 Some(b']') => {
                                     let len = frame.count;
@@ -362,6 +370,38 @@ fn read_string<S: Sink>(
     Ok(Some(scan.end + 1))
 }
 
+/// A value starting with `-` or a digit at `p`: a number, or `-Infinity`.
+#[inline(always)]
+fn read_number<S: Sink>(
+    src: &[u8],
+    p: usize,
+    options: &Options,
+    sink: &mut S,
+) -> Result<Read, ParseError<S::Error>> {
+    let sunk = |r: Result<(), S::Error>, end: usize| match r {
+        Ok(()) => Ok(Read::Done(end)),
+        Err(e) => Err(ParseError::Sink(e)),
+    };
+    // The second byte first: most numbers are not `-I...`.
+    if src.get(p + 1) == Some(&b'I') && src[p..].starts_with(b"-Infinity") {
+        if !options.allow_nan {
+            return Err(unexpected(lines::MINUS_INFINITY, p));
+        }
+        return sunk(sink.infinity(true), p + 9);
+    }
+    match scan_number(src, p) {
+        NumberScan::Integer(end, _)
+            if options.whole_number_fails
+                && matches!(src.get(end), Some(b'E' | b'e' | b'.' | b'-')) =>
+        {
+            Ok(Read::Failed(p))
+        }
+        NumberScan::Integer(end, value) => sunk(sink.integer(&src[p..end], value), end),
+        NumberScan::Float(end, decimal) => sunk(sink.float(&src[p..end], &decimal), end),
+        NumberScan::Invalid => Ok(Read::Failed(p)),
+    }
+}
+
 #[inline(always)]
 fn read_value<S: Sink>(
     src: &[u8],
@@ -382,25 +422,7 @@ fn read_value<S: Sink>(
             Some(end) => Ok(Read::Done(end)),
             None => Ok(Read::Failed(p)),
         },
-        b'-' | b'0'..=b'9' => {
-            if rest.len() >= 9 && &rest[..9] == b"-Infinity" {
-                if !options.allow_nan {
-                    return Err(unexpected(lines::MINUS_INFINITY, p));
-                }
-                return sunk(sink.infinity(true), p + 9);
-            }
-            match scan_number(src, p) {
-                NumberScan::Integer(end, _)
-                    if options.whole_number_fails
-                        && matches!(src.get(end), Some(b'E' | b'e' | b'.' | b'-')) =>
-                {
-                    Ok(Read::Failed(p))
-                }
-                NumberScan::Integer(end, value) => sunk(sink.integer(&src[p..end], value), end),
-                NumberScan::Float(end, decimal) => sunk(sink.float(&src[p..end], &decimal), end),
-                NumberScan::Invalid => Ok(Read::Failed(p)),
-            }
-        }
+        b'-' | b'0'..=b'9' => read_number(src, p, options, sink),
         b'[' | b'{' => {
             let depth = frames.len() + 1;
             if depth > options.stack_depth_limit {
