@@ -26,6 +26,7 @@ RSpec.configure do |config|
   # Random test data must not depend on the order seed: every example starts from the
   # same Kernel.rand state, so a failure reproduces on any run.
   config.before { Kernel.srand(20_261_129) }
+  config.before { Parity.new_example! }
   config.filter_run_when_matching :focus
   config.expect_with(:rspec) { |c| c.max_formatted_output_length = 2000 }
 end
