@@ -9,17 +9,38 @@ pub fn capitalized_len(name: &[u8]) -> usize {
 /// Writes `capitalize(name)` into `out`, which is `capitalized_len(name)` bytes long
 /// (so that a caller can write straight into a new string's buffer).
 pub fn capitalize_into(name: &[u8], out: &mut [u8]) {
-    // A part starts after a `-` (or at the start); `-` itself has no case.
-    let mut previous = b'-';
+    // A part starts after a `-` (or at the start); `-` itself has no case. One table
+    // load per byte: this runs for every field of every request and response.
+    let mut case = &CASES.upper;
     for (dest, &b) in out.iter_mut().zip(name) {
-        *dest = if previous == b'-' {
-            b.to_ascii_uppercase()
+        *dest = case[b as usize];
+        case = if b == b'-' {
+            &CASES.upper
         } else {
-            b.to_ascii_lowercase()
+            &CASES.lower
         };
-        previous = b;
     }
 }
+
+/// Every byte upper-cased and lower-cased (ASCII letters only; other bytes as they are).
+struct Cases {
+    upper: [u8; 256],
+    lower: [u8; 256],
+}
+
+static CASES: Cases = {
+    let mut cases = Cases {
+        upper: [0; 256],
+        lower: [0; 256],
+    };
+    let mut b = 0;
+    while b < 256 {
+        cases.upper[b] = (b as u8).to_ascii_uppercase();
+        cases.lower[b] = (b as u8).to_ascii_lowercase();
+        b += 1;
+    }
+    cases
+};
 
 /// `name.split(/-/).map(&:capitalize).join('-')` for an ASCII `name`: each `-`-separated
 /// part with its first byte upper-cased and the rest lower-cased. Like `split`, trailing

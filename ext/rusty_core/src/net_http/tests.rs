@@ -73,6 +73,81 @@ fn isindex_applies_to_the_first_field_only() {
     );
 }
 
+/// `capitalize_into` against a plain byte loop of `to_ascii_uppercase` and
+/// `to_ascii_lowercase`: every name of up to 4 bytes from an alphabet of `-`, letters and
+/// the bytes beside the letters' ranges, before and after other parts, and random names
+/// of every ASCII and some other bytes.
+#[test]
+fn capitalizes_as_the_byte_loop_does() {
+    use super::header::{capitalize_into, capitalized_len};
+    fn oracle(name: &[u8]) -> Vec<u8> {
+        let mut previous = b'-';
+        let all: Vec<u8> = name
+            .iter()
+            .map(|&b| {
+                let c = if previous == b'-' {
+                    b.to_ascii_uppercase()
+                } else {
+                    b.to_ascii_lowercase()
+                };
+                previous = b;
+                c
+            })
+            .collect();
+        all[..capitalized_len(name)].to_vec()
+    }
+    fn check(name: &[u8]) {
+        let mut out = vec![0; capitalized_len(name)];
+        capitalize_into(name, &mut out);
+        assert_eq!(out, oracle(name), "{:?}", String::from_utf8_lossy(name));
+    }
+    let alphabet = b"-aZ@[`{9\x80";
+    let mut names = vec![Vec::new()];
+    for _ in 0..4 {
+        let longer: Vec<Vec<u8>> = names
+            .iter()
+            .flat_map(|n| alphabet.iter().map(move |&b| [n.as_slice(), &[b]].concat()))
+            .collect();
+        names.extend(longer);
+    }
+    names.sort();
+    names.dedup();
+    for name in &names {
+        for pad in [
+            "",
+            "x",
+            "x-",
+            "-",
+            "abcdefg",
+            "abcdefg-",
+            "ABCDEFGH",
+            "abcdefgh-",
+            "abcdefghijk-",
+        ] {
+            check(&[pad.as_bytes(), name].concat());
+            check(&[name.as_slice(), pad.as_bytes()].concat());
+        }
+    }
+    let mut seed = 0x243F_6A88_85A3_08D3u64;
+    for _ in 0..20_000 {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        let len = (seed % 40) as usize;
+        let name: Vec<u8> = (0..len)
+            .map(|i| {
+                let r = (seed.rotate_left(i as u32 * 5) % 160) as u8;
+                if r >= 128 {
+                    b'-'
+                } else {
+                    r
+                }
+            })
+            .collect();
+        check(&name);
+    }
+}
+
 #[test]
 fn capitalizes_header_names() {
     assert_eq!(capitalize(b"content-type").unwrap(), b"Content-Type");
