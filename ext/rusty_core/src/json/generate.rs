@@ -482,30 +482,20 @@ fn write_u32_magnitude(mut v: u32, negative: bool, out: &mut Vec<u8>) {
     }
 }
 
+/// `write_i64` of a magnitude above 32 bits (rare): its low digits two per 64-bit
+/// division until the rest fits, that rest by `write_u32_magnitude`, then the low digits.
 #[cold]
 fn write_u64_magnitude(mut v: u64, negative: bool, out: &mut Vec<u8>) {
-    let digits = v.checked_ilog10().unwrap_or(0) as usize + 1;
-    let len = digits + negative as usize;
-    out.reserve(len);
-    // SAFETY: as in `write_u32_magnitude`.
-    unsafe {
-        let start = out.as_mut_ptr().add(out.len());
-        let mut end = start.add(len);
-        while v >= 100 {
-            end = end.sub(2);
-            write_pair(end, (v % 100) as u32);
-            v /= 100;
-        }
-        if v >= 10 {
-            write_pair(end.sub(2), v as u32);
-        } else {
-            *end.sub(1) = b'0' + v as u8;
-        }
-        if negative {
-            *start = b'-';
-        }
-        out.set_len(out.len() + len);
+    let mut low = [0u8; 20];
+    let mut at = low.len();
+    while v > u32::MAX as u64 {
+        at -= 2;
+        let pair = (v % 100) as usize * 2;
+        low[at..at + 2].copy_from_slice(&DIGIT_PAIRS[pair..pair + 2]);
+        v /= 100;
     }
+    write_u32_magnitude(v as u32, negative, out);
+    out.extend_from_slice(&low[at..]);
 }
 
 /// Writes the two digits of `pair` (below 100) at `dst`.
