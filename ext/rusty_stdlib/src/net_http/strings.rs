@@ -25,7 +25,12 @@ pub fn encindex(string: RString) -> i32 {
 
 /// Whether `string`'s encoding is ASCII-compatible (not UTF-16/32, not a dummy).
 pub fn ascii_compatible(string: RString) -> bool {
-    let index = encindex(string);
+    ascii_compatible_index(encindex(string))
+}
+
+/// Whether the encoding of index `index` is ASCII-compatible.
+#[inline]
+pub fn ascii_compatible_index(index: i32) -> bool {
     // The usual three answer without a look at the encoding table.
     if index == utf8_index() || index == binary_index() || index == usascii_index() {
         return true;
