@@ -4,7 +4,8 @@ require "fileutils"
 
 module Bench
   # Where a run's report goes. A full run (every workload, full passes) writes
-  # bench/results/latest.{md,svg}, a dated copy, and the README's results block; a subset
+  # bench/results/latest.{md,svg}, a copy named by its start time, and the README's
+  # results block; a subset
   # or quick run writes only to bench/results/partial/ (ignored by git), so latest.md is
   # always one complete, comparable run. --out=DIR sends either kind to DIR instead.
   class Results
@@ -15,7 +16,8 @@ module Bench
 
     def initialize(settings, started_at)
       @settings = settings
-      @dated = "#{started_at.strftime('%Y-%m-%d')}-ruby#{RUBY_VERSION}"
+      # The start time to the minute (UTC), so that two runs on one day keep both reports.
+      @dated = "#{started_at.utc.strftime('%Y-%m-%d-%H%M')}-ruby#{RUBY_VERSION}"
     end
 
     def dir

@@ -82,7 +82,21 @@ RSpec.describe "rake bench harness" do
   it "writes a dated copy and an SVG chart" do
     files = Dir.children(@out)
     expect(files).to include("latest.md", "latest.svg")
-    expect(files.grep(/\A\d{4}-\d\d-\d\d-ruby#{Regexp.escape(RUBY_VERSION)}\.md\z/)).not_to be_empty
+    expect(files.grep(/\A\d{4}-\d\d-\d\d-\d{4}-ruby#{Regexp.escape(RUBY_VERSION)}\.md\z/)).not_to be_empty
     expect(File.read(File.join(@out, "latest.svg"))).to start_with("<svg")
+  end
+
+  it "keeps the reports of two runs made on the same day" do
+    require File.join(root, "bench", "harness", "results")
+    Dir.mktmpdir("bench-results") do |dir|
+      settings = Struct.new(:out_dir, :full?).new(dir, false)
+      [Time.utc(2026, 12, 2, 7, 28), Time.utc(2026, 12, 2, 9, 5)].each_with_index do |time, i|
+        Bench::Results.new(settings, time).write("# run #{i}\n", "<svg/>")
+      end
+      name = "2026-12-02-%s-ruby#{RUBY_VERSION}.md"
+      expect(File.read(File.join(dir, format(name, "0728")))).to eq("# run 0\n")
+      expect(File.read(File.join(dir, format(name, "0905")))).to eq("# run 1\n")
+      expect(File.read(File.join(dir, "latest.md"))).to eq("# run 1\n")
+    end
   end
 end
