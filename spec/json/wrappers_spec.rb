@@ -97,4 +97,34 @@ RSpec.describe "JSON.parse / JSON.generate under an app's wrappers" do
     expect([ours, ours_err]).to eq([stdlib, stdlib_err])
     expect(stdlib).to eq(['{"a":[1,"x"]}', 'logged:{"a":[1,"x"]}', 'logged:{"a":[1,"x"]}', '{"a":[1,"x"]}', true])
   end
+  # README, JSON: the option-less JSON.parse(source) / JSON.generate(obj) make no Parser
+  # or State, so a patch of JSON::Parser#parse or JSON::State#generate does not see them
+  # (it does with json 2.6.1, whose Ruby code calls both; json 2.9.1 calls neither); every
+  # other call is the same on both sides.
+  it "skips patches of Parser#parse and State#generate only in the option-less calls" do
+    script = lambda do |ours|
+      <<~RUBY
+        #{'require "rusty_stdlib"' if ours}
+        require "json"
+        LOG = []
+        JSON::State.prepend(Module.new { def generate(*) = (LOG << :generate; super) })
+        JSON::Parser.prepend(Module.new { def parse = (LOG << :parse; super) })
+        calls = {
+          plain_parse: -> { JSON.parse("[1]") }, plain_generate: -> { JSON.generate([1]) },
+          nil_generate: -> { JSON.generate([1], nil) },
+          parse_opts: -> { JSON.parse("[1]", symbolize_names: true) },
+          generate_opts: -> { JSON.generate([1], indent: "") }, dump: -> { JSON.dump([1]) },
+          pretty: -> { JSON.pretty_generate([1]) }, load: -> { JSON.load("[1]") },
+          to_json: -> { [1].to_json }, state: -> { JSON::State.new.generate([1]) }
+        }
+        print Marshal.dump(calls.transform_values { |call| LOG.clear; [call.call, LOG.dup] })
+      RUBY
+    end
+    (ours, ours_err), (stdlib, stdlib_err) = run_with_and_without_ours { |with_ours| script.call(with_ours) }
+    expect([ours_err, stdlib_err]).to eq(["", ""])
+    skipped = JSONParity.installed? ? %i[plain_parse plain_generate nil_generate] : []
+    expected = stdlib.to_h { |name, (result, log)| [name, [result, skipped.include?(name) ? [] : log]] }
+    expect(ours).to eq(expected)
+    expect(stdlib.fetch(:state).last).to eq([:generate])
+  end
 end
