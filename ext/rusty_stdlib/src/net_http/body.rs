@@ -17,7 +17,7 @@ use rusty_core::net_http::header::mentions_chunked;
 use super::ids::id;
 use super::keys::interned_key;
 use super::methods;
-use super::strings::{ascii_only, exact_string};
+use super::strings::exact_ascii_string;
 
 static ID_INFLATER: OnceLock<ID> = OnceLock::new();
 static ID_CHUNKED_P: OnceLock<ID> = OnceLock::new();
@@ -86,7 +86,7 @@ pub fn plain_chunked(ruby: &Ruby, response: Value) -> bool {
     let len = unsafe { rb_sys::RARRAY_LEN(values) };
     for i in 0..len {
         let value = unsafe { Value::from_raw(rb_sys::rb_ary_entry(values, i)) };
-        let Some(string) = exact_string(ruby, value).filter(|s| ascii_only(*s)) else {
+        let Some(string) = exact_ascii_string(value) else {
             return false;
         };
         if i > 0 {

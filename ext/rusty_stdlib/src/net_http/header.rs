@@ -12,25 +12,25 @@ use rusty_core::net_http::header;
 
 use super::ids::id;
 use super::strings::{
-    ascii_compatible, ascii_compatible_index, binary_index, is_exact, new_with_index, usascii_index,
+    ascii_compatible, binary_index, exact_ascii_string, is_exact, new_with_index, usascii_index,
 };
-use crate::helpers::raw::{class_of, coderange, encoding_index, flags, str_bytes};
+use crate::helpers::raw::{class_of, encoding_index, str_bytes};
 use crate::helpers::replaced::Replaced;
 
 /// `name.to_s.split(/-/).map(&:capitalize).join('-')` for an exact ASCII String, or nil
 /// for the stdlib (whose `String#capitalize` is Unicode-aware).
 pub fn capitalize(ruby: &Ruby, name: Value) -> Result<Option<RString>, Error> {
-    let raw = name.as_raw();
-    if !exact_ascii_string(raw) {
+    let Some(string) = exact_ascii_string(name) else {
         return Ok(None);
-    }
+    };
+    let raw = string.as_raw();
     let len = header::capitalized_len(str_bytes(raw));
     if len == 0 {
         // `[].join` is an empty US-ASCII string.
         return new_with_index(ruby, b"", usascii_index()).map(Some);
     }
     // Written straight into the new String (no Ruby code runs between taking the
-    // pointers and writing); `name` stays on the stack, which pins it.
+    // pointers and writing); `string` stays on the stack, which pins it.
     let capitalized = unsafe {
         let capitalized = rb_sys::rb_str_new(std::ptr::null(), len as _);
         let out = std::slice::from_raw_parts_mut(rb_sys::RSTRING_PTR(capitalized) as *mut u8, len);
@@ -41,23 +41,8 @@ pub fn capitalize(ruby: &Ruby, name: Value) -> Result<Option<RString>, Error> {
         set_fresh_encoding(capitalized, encoding_index(raw));
         RString::from_value(Value::from_raw(capitalized))
     };
-    std::hint::black_box(name);
+    std::hint::black_box(string);
     Ok(capitalized)
-}
-
-/// Whether `value` is a String of class String (no subclass, no singleton class, so
-/// `to_s` returns itself) holding only ASCII in an ASCII-compatible encoding: the names
-/// [`capitalize`] writes itself. Read from the object's header: magnus' checked
-/// accessors cost about 20 instructions more a name, on every field of every message.
-#[inline(always)]
-fn exact_ascii_string(value: rb_sys::VALUE) -> bool {
-    use rb_sys::{ruby_coderange_type::RUBY_ENC_CODERANGE_7BIT, ruby_value_type::RUBY_T_STRING};
-    const T_MASK: rb_sys::VALUE = rb_sys::ruby_value_type::RUBY_T_MASK as rb_sys::VALUE;
-    !rb_sys::SPECIAL_CONST_P(value)
-        && flags(value) & T_MASK == RUBY_T_STRING as rb_sys::VALUE
-        && class_of(value) == unsafe { rb_sys::rb_cString }
-        && ascii_compatible_index(encoding_index(value))
-        && coderange(value) == RUBY_ENC_CODERANGE_7BIT as u32
 }
 
 /// `Net::HTTPHeader#capitalize(name)`, swapped in for the stdlib's (MethodSwap): the
