@@ -5,9 +5,9 @@ require "fileutils"
 module Bench
   # Where a run's report goes. A full run (every workload, full passes) writes
   # bench/results/latest.{md,svg}, a copy named by its start time, and the README's
-  # results block; a subset
-  # or quick run writes only to bench/results/partial/ (ignored by git), so latest.md is
-  # always one complete, comparable run. --out=DIR sends either kind to DIR instead.
+  # results block; a subset or quick run writes only to bench/results/partial/ (ignored
+  # by git), so latest.md is always one complete, comparable run. --out=DIR sends either
+  # kind to DIR instead.
   class Results
     RESULTS = File.expand_path("../results", __dir__)
     README = File.expand_path("../../README.md", __dir__)
