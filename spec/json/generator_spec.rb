@@ -577,13 +577,53 @@ RSpec.describe "RustyStdlib::JSON::Generator" do
       expect_gen_parity { |g| g::State.from_state(indent: "x").to_h }
       expect_gen_parity { |g| s = g::State.new; g::State.from_state(s).equal?(s) }
       expect_gen_parity { |g| g::State.instance_methods(false).sort }
-      expect_gen_parity { |g| g::State.singleton_methods.sort }
+      # Ours adds State.=== (see "a State made as JSON::Ext::Generator::State" below).
+      expect_gen_parity { |g| g::State.singleton_methods.sort - (g.equal?(JSONGenParity::OURS) ? [:===] : []) }
+      expect(JSONGenParity::OURS::State.singleton_methods(false)).to include(:===)
       expect_gen_parity { |g| g::State.instance_method(:merge) == g::State.instance_method(:configure) }
       expect_gen_parity { JSON::State.new.to_h }
       expect_gen_parity { JSON::SAFE_STATE_PROTOTYPE.to_h }
       expect_gen_parity { JSON::FAST_STATE_PROTOTYPE.to_h }
       expect_gen_parity { JSON::PRETTY_STATE_PROTOTYPE.to_h }
       expect_gen_parity { JSON.state.new(indent: "i").to_h }
+    end
+  end
+
+  # Once ours is in, JSON::State is ours, but an app can still make the gem's own State by
+  # name; with the gem installed that is JSON::State itself, so json's Ruby code treats it
+  # as the State to generate with. Ours must too (on json 2.9 JSON.generate raised a
+  # TypeError for it, on 2.6 its depth and the class a #to_json sees differed).
+  describe "a State made as JSON::Ext::Generator::State" do
+    def gem_state(**opts)
+      JSON::Ext::Generator::State.new(**opts)
+    end
+
+    it "generates with the gem's generator, as when the gem's is JSON's" do
+      value = [1, { "a" => [2.5, nil, "s"] }, GenSpecTypes::StateReader.new, GenSpecTypes::WithToJson.new([1])]
+      class_seen = Class.new { def to_json(state = nil, *) = state.class.name.to_json }.new
+      layout = { indent: " ", object_nl: "\n", array_nl: "\n", space: " " }
+      [{}, layout, { depth: 2, indent: "\t" }, { max_nesting: 2 }].each do |opts|
+        expect_gen_parity { JSON.generate(value, gem_state(**opts)) }
+        expect_gen_parity { JSON.fast_generate(value, gem_state(**opts)) }
+        expect_gen_parity { JSON.pretty_generate(value, gem_state(**opts)) }
+        expect_gen_parity { value.to_json(gem_state(**opts)) }
+        expect_gen_parity { JSON.generate([class_seen], gem_state(**opts)) }
+        expect_gen_parity { s = gem_state(**opts); JSON.generate(value, s); [s.depth, s.to_h] }
+      end
+      expect_gen_parity { JSON.generate(1.0 / 0, gem_state) }
+      expect_gen_parity { JSON.generate([1.0 / 0], gem_state(allow_nan: true)) }
+    end
+
+    it "is a JSON::State to State.=== and State.from_state, as with the gem" do
+      expect_gen_parity { JSON::State === gem_state }
+      expect_gen_parity { s = gem_state(indent: "x"); JSON::State.from_state(s).equal?(s) }
+      expect_gen_parity { JSON::State.from_state(gem_state(indent: "x")).indent }
+      expect_gen_parity { [JSON::State === JSON::State.new, JSON::State === {}, JSON::State === nil] }
+      expect_gen_parity { [JSON::State === Object.new, JSON::State === JSON::State] }
+      expect_gen_parity do
+        subclass = Class.new(JSON::State)
+        [subclass === gem_state, subclass === subclass.new, subclass.from_state(gem_state).class.equal?(subclass)]
+      end
     end
   end
 

@@ -406,6 +406,27 @@ impl State {
         Ok(ruby.qnil().as_value())
     }
 
+    /// `State.from_state(opts)` as Ruby code calls it: the gem returns any State of its
+    /// own as it is, and with the gem that includes a `JSON::Ext::Generator::State` made
+    /// by name, which ours therefore returns as it is too (see [`is_gem_state`]).
+    fn from_state_method(ruby: &Ruby, rb_self: RClass, opts: Value) -> Result<Value, Error> {
+        if is_json_state_class(ruby, rb_self) && is_gem_state(ruby, opts) {
+            return Ok(opts);
+        }
+        State::from_state(ruby, rb_self, opts)
+    }
+
+    /// `State === obj`, which json's Ruby code asks before it uses the options given to
+    /// `JSON.generate`, `fast_generate`, `pretty_generate` (and 2.9's `dump`) as a State:
+    /// with the gem, a `JSON::Ext::Generator::State` made by name is one, and the call
+    /// then runs the gem's `generate` on it. Ours says the same, so such a call still
+    /// runs the gem's generator, as it did before ours was in.
+    fn case_eq(ruby: &Ruby, rb_self: RClass, obj: Value) -> bool {
+        obj.is_kind_of(rb_self) || (is_json_state_class(ruby, rb_self) && is_gem_state(ruby, obj))
+    }
+
+    /// The internal `from_state` of our `#to_json` methods (which hand a gem State to the
+    /// gem first, see [`gem_to_json`]).
     fn from_state(ruby: &Ruby, rb_self: RClass, opts: Value) -> Result<Value, Error> {
         if opts.is_kind_of(rb_self) {
             Ok(opts)
@@ -1343,21 +1364,43 @@ fn gem_to_json(
     args: &[Value],
 ) -> Result<Option<Value>, Error> {
     let [state] = args else { return Ok(None) };
-    let json: RModule = ruby.class_object().const_get("JSON")?;
-    let Ok(ext) = json.const_get::<_, RModule>("Ext") else {
-        return Ok(None);
-    };
-    let Ok(generator) = ext.const_get::<_, RModule>("Generator") else {
-        return Ok(None);
-    };
-    let gem_state: RClass = generator.const_get("State")?;
-    if !state.is_kind_of(gem_state) {
+    if !is_gem_state(ruby, *state) {
         return Ok(None);
     }
+    let Some(generator) = gem_generator(ruby) else {
+        return Ok(None);
+    };
     let methods: RModule = generator.const_get("GeneratorMethods")?;
     let module: RModule = methods.const_get(module)?;
     let method: Value = module.funcall("instance_method", (ruby.to_symbol("to_json"),))?;
     method.funcall("bind_call", (rb_self, *state)).map(Some)
+}
+
+/// The gem's own generator module, `JSON::Ext::Generator`, if it is loaded.
+fn gem_generator(ruby: &Ruby) -> Option<RModule> {
+    let json: RModule = ruby.class_object().const_get("JSON").ok()?;
+    let ext: RModule = json.const_get("Ext").ok()?;
+    ext.const_get("Generator").ok()
+}
+
+/// Whether `obj` is a State of the gem's own generator (`JSON::Ext::Generator::State`,
+/// which an app can still make by name once ours is `JSON::State`). Both kinds of State
+/// are typed data, so anything else (nil, a Hash of options) is answered without
+/// looking the gem's class up.
+fn is_gem_state(ruby: &Ruby, obj: Value) -> bool {
+    let typed_data = unsafe { rb_sys::RB_TYPE_P(obj.as_raw(), ruby_value_type::RUBY_T_DATA) };
+    if !typed_data || obj.is_kind_of(ruby.get_inner(&STATE_CLASS)) {
+        return false;
+    }
+    gem_generator(ruby)
+        .and_then(|generator| generator.const_get::<_, RClass>("State").ok())
+        .is_some_and(|gem_state| obj.is_kind_of(gem_state))
+}
+
+/// Whether `class` is our State itself (not a subclass: `Sub === obj` and
+/// `Sub.from_state(obj)` look only for a `Sub`, with the gem's State as with ours).
+fn is_json_state_class(ruby: &Ruby, class: RClass) -> bool {
+    class.as_raw() == ruby.get_inner(&STATE_CLASS).as_raw()
 }
 
 /// `GENERATE_JSON(type)`: `to_json(state = nil)` on `self` with `State.from_state(state)`.
@@ -1466,7 +1509,8 @@ pub fn init(ruby: &Ruby, json: RModule) -> Result<(), Error> {
     plain.define_method("generate", method!(plain_generate, -1))?;
     let state = generator.define_class("State", ruby.class_object())?;
     state.define_alloc_func::<State>();
-    state.define_singleton_method("from_state", method!(State::from_state, 1))?;
+    state.define_singleton_method("from_state", method!(State::from_state_method, 1))?;
+    state.define_singleton_method("===", method!(State::case_eq, 1))?;
 
     state.define_method("initialize_copy", method!(State::initialize_copy, 1))?;
     state.define_method("max_nesting", method!(State::max_nesting, 0))?;
