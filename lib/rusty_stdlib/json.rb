@@ -97,6 +97,13 @@ module RustyStdlib
         ::JSON::Ext::Generator
       end
 
+      # The gem's own #to_json of its GeneratorMethods::<name> module (`name` a String or
+      # Symbol: "Hash", "Object", ...), also once ours is prepended to that module.
+      def stdlib_to_json(name)
+        gem_module = stdlib_generator::GeneratorMethods.const_get(name, false)
+        own_method(gem_module, gem_module.instance_method(:to_json))
+      end
+
       # Our generator module tree (native State and to_json, plus the Ruby extras).
       def generator
         require_relative "json/generator"
@@ -132,9 +139,53 @@ module RustyStdlib
         swap_plain(:parse, PlainParse)
         return if generator_unsupported_reason
 
-        ::JSON.generator = generator
+        install_generator(generator)
         swap_plain(:generate, PlainGenerate)
         @generator_installed = true
+      end
+
+      # `JSON.generator = generator`, with the #to_json methods in the place the gem's
+      # hold. The gem's `generator=` includes each GeneratorMethods module into its core
+      # class, which puts it above every module included there since json loaded, and
+      # removes the class's own #to_json. json does that once, as it loads, before app
+      # code; ours may come later, after ActiveSupport 7.1+ has included its
+      # ToJsonWithActiveSupportEncoder into Hash, Array and the rest (above the gem's
+      # modules, so that `obj.to_json` runs its encoder), or after an app's own
+      # `def to_json`. So each of our modules is first prepended to the gem's one
+      # (Ruby carries that into every class that includes it): it then sits just above
+      # the gem's, `generator=`'s include finds it there and changes nothing, and a
+      # to_json the class defines itself is put back after `generator=` removed it.
+      def install_generator(generator)
+        gem_methods = ::JSON::Ext::Generator::GeneratorMethods
+        ours = generator::GeneratorMethods
+        ours.constants.each do |name|
+          gem_methods.const_get(name, false).prepend(ours.const_get(name, false)) if gem_methods.const_defined?(name, false)
+        end
+        own = own_to_json(ours.constants)
+        ::JSON.generator = generator
+        own.each do |klass, method, visibility|
+          klass.send(:define_method, :to_json, method)
+          klass.send(visibility, :to_json)
+        end
+      end
+
+      # [class, its own #to_json, visibility] of the core classes `names` that define
+      # #to_json themselves (public or protected: what `generator=` removes).
+      def own_to_json(names)
+        names.filter_map do |name|
+          klass = ::Object.const_get(name, false)
+          next unless klass.instance_methods(false).include?(:to_json)
+
+          visibility = klass.protected_method_defined?(:to_json, false) ? :protected : :public
+          [klass, own_method(klass, klass.instance_method(:to_json)), visibility]
+        end
+      end
+
+      # `method` or the first super_method of it that `owner` defines itself (a module
+      # prepended to `owner` may define the method too).
+      def own_method(owner, method)
+        method = method.super_method until method.owner.equal?(owner)
+        method
       end
 
       # Whether the json gem's C extension is loaded (completely: we look only after a

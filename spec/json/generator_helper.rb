@@ -29,9 +29,14 @@ module JSONGenParity
   end
 
   # `generator`'s own #to_json for `object` (GeneratorMethods::<name>), whatever the
-  # object's ancestors say.
+  # object's ancestors say (ours is prepended to the gem's module).
   def self.to_json(generator, object, name, *args)
-    generator::GeneratorMethods.const_get(name).instance_method(:to_json).bind_call(object, *args)
+    method = if generator.equal?(STDLIB)
+               RustyStdlib::JSON.stdlib_to_json(name)
+             else
+               generator::GeneratorMethods.const_get(name).instance_method(:to_json)
+             end
+    method.bind_call(object, *args)
   end
 
   # Asserts the same outcome for the block run under each generator (only our run

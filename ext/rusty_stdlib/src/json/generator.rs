@@ -1367,12 +1367,10 @@ fn gem_to_json(
     if !is_gem_state(ruby, *state) {
         return Ok(None);
     }
-    let Some(generator) = gem_generator(ruby) else {
-        return Ok(None);
-    };
-    let methods: RModule = generator.const_get("GeneratorMethods")?;
-    let module: RModule = methods.const_get(module)?;
-    let method: Value = module.funcall("instance_method", (ruby.to_symbol("to_json"),))?;
+    // The gem's method, which ours is prepended to (lib/rusty_stdlib/json.rb).
+    let rusty: RModule = ruby.class_object().const_get("RustyStdlib")?;
+    let json: RModule = rusty.const_get("JSON")?;
+    let method: Value = json.funcall("stdlib_to_json", (module,))?;
     method.funcall("bind_call", (rb_self, *state)).map(Some)
 }
 
