@@ -100,8 +100,7 @@ module RustyStdlib
       # The gem's own #to_json of its GeneratorMethods::<name> module (`name` a String or
       # Symbol: "Hash", "Object", ...), also once ours is prepended to that module.
       def stdlib_to_json(name)
-        gem_module = stdlib_generator::GeneratorMethods.const_get(name, false)
-        own_method(gem_module, gem_module.instance_method(:to_json))
+        own_to_json_method(stdlib_generator::GeneratorMethods.const_get(name, false))
       end
 
       # Our generator module tree (native State and to_json, plus the Ruby extras).
@@ -156,10 +155,12 @@ module RustyStdlib
       # the gem's, `generator=`'s include finds it there and changes nothing, and a
       # to_json the class defines itself is put back after `generator=` removed it.
       def install_generator(generator)
-        gem_methods = ::JSON::Ext::Generator::GeneratorMethods
+        gem_methods = stdlib_generator::GeneratorMethods
         ours = generator::GeneratorMethods
         ours.constants.each do |name|
-          gem_methods.const_get(name, false).prepend(ours.const_get(name, false)) if gem_methods.const_defined?(name, false)
+          next unless gem_methods.const_defined?(name, false)
+
+          gem_methods.const_get(name, false).prepend(ours.const_get(name, false))
         end
         own = own_to_json(ours.constants)
         ::JSON.generator = generator
@@ -177,13 +178,14 @@ module RustyStdlib
           next unless klass.instance_methods(false).include?(:to_json)
 
           visibility = klass.protected_method_defined?(:to_json, false) ? :protected : :public
-          [klass, own_method(klass, klass.instance_method(:to_json)), visibility]
+          [klass, own_to_json_method(klass), visibility]
         end
       end
 
-      # `method` or the first super_method of it that `owner` defines itself (a module
-      # prepended to `owner` may define the method too).
-      def own_method(owner, method)
+      # The #to_json `owner` defines itself (a module prepended to `owner` may define one
+      # too, and `instance_method` finds that first).
+      def own_to_json_method(owner)
+        method = owner.instance_method(:to_json)
         method = method.super_method until method.owner.equal?(owner)
         method
       end
