@@ -521,16 +521,16 @@ pub fn write_f64(f: f64, out: &mut Vec<u8>) {
         out.extend_from_slice(if f < 0.0 { b"-Infinity" } else { b"Infinity" });
         return;
     }
-    let mut buffer = ryu::Buffer::new();
+    let mut buffer = zmij::Buffer::new();
     let text = buffer.format_finite(f).as_bytes();
-    if !may_tie(f) && renders_as_ruby(text) {
+    if !may_tie(f) && renders_as_ruby(f) {
         push_bytes(out, text);
         return;
     }
     write_f64_from_text(f, text, out);
 }
 
-/// [`write_f64`]'s general way: Ryu's digits of `f` (its rendering `text`), corrected for
+/// [`write_f64`]'s general way: Żmij's digits of `f` (its rendering `text`), corrected for
 /// ties, laid out as Ruby does.
 fn write_f64_from_text(f: f64, text: &[u8], out: &mut Vec<u8>) {
     let mut digits = [0u8; 24];
@@ -583,27 +583,19 @@ fn write_f64_from_text(f: f64, text: &[u8], out: &mut Vec<u8>) {
     }
 }
 
-/// Whether Ryu's rendering of a finite double (shortest digits, fixed notation for
-/// decimal exponents -5 < e <= 16) is also Ruby's: fixed notation on both sides, which for
-/// Ruby means at most three zeros after "0." and at most 15 digits before ".0".
+/// Whether Żmij's rendering of finite `f` (shortest digits, fixed notation for decimal
+/// exponents -5 <= e <= 15, ".0" after an integral value) is also Ruby's. Ruby writes fixed
+/// notation for 1e-4 <= |f| < 1e16, but an integral value only below 1e15 (1.0e+15), so
+/// both agree on 1e-4 <= |f| < 1e15 and on zero. Comparing `f` itself with the doubles
+/// nearest 1e-4 and 1e15 decides exactly for its shortest digits: those round to `f`, and
+/// rounding keeps order, so they lie on the same side of 10^k as `f` does of double(10^k).
 #[inline(always)]
-fn renders_as_ruby(text: &[u8]) -> bool {
-    let body = text.strip_prefix(b"-").unwrap_or(text);
-    let Some(point) = body.iter().position(|&b| b == b'.') else {
-        return false; // "1e16", "1e-7"
-    };
-    let fraction = &body[point + 1..];
-    if fraction.contains(&b'e') {
-        return false;
-    }
-    if body[0] == b'0' {
-        // "0.0", or "0.000ddd" with fewer than four zeros.
-        return fraction == b"0" || fraction.iter().take(4).any(|&b| b != b'0');
-    }
-    fraction != b"0" || point <= 15
+fn renders_as_ruby(f: f64) -> bool {
+    let magnitude = f.abs();
+    (1e-4..1e15).contains(&magnitude) || magnitude == 0.0
 }
 
-/// Whether `f` might be a tie that Ruby breaks differently from Ryu (see [`tie_to_even`]):
+/// Whether `f` might be a tie that Ruby breaks differently from Żmij (see [`tie_to_even`]):
 /// only a double with between 1 and 27 binary places after the point can be (an integral
 /// double's exact digits ending in 5 are all needed to round-trip it: no shorter tie).
 #[inline(always)]
@@ -619,12 +611,12 @@ fn may_tie(f: f64) -> bool {
     m != 0 && (-27..=-1).contains(&(e + m.trailing_zeros() as i32))
 }
 
-/// The shortest digits that round-trip to finite `f` (Ryu), as Ruby's dtoa mode 0 gives
+/// The shortest digits that round-trip to finite `f` (Żmij), as Ruby's dtoa mode 0 gives
 /// them: `(negative, number of digits, decpt)` with `f = ±0.DIGITS × 10^decpt`, no
 /// leading or trailing zero digits (zero is the single digit `0` with decpt 1).
 #[cfg(test)]
 fn shortest_digits(f: f64, digits: &mut [u8; 24]) -> (bool, usize, i32) {
-    let mut buffer = ryu::Buffer::new();
+    let mut buffer = zmij::Buffer::new();
     digits_of_text(buffer.format_finite(f).as_bytes(), digits)
 }
 
@@ -829,7 +821,8 @@ mod tests {
     }
 
     /// The digits as Rust's own shortest formatting gives them (Grisu with a Dragon4
-    /// fallback), the implementation this module used before Ryu: an independent oracle.
+    /// fallback), the implementation this module used before Ryu and Żmij: an independent
+    /// oracle.
     fn reference_digits(f: f64) -> (bool, Vec<u8>, i32) {
         let mut digits = [0u8; 24];
         let (neg, n, decpt) = digits_of_text(format!("{f:e}").as_bytes(), &mut digits);
@@ -837,7 +830,7 @@ mod tests {
     }
 
     #[test]
-    fn ryu_digits_match_rusts_shortest_formatting() {
+    fn zmij_digits_match_rusts_shortest_formatting() {
         let mut seed = 0x9E37_79B9_7F4A_7C15u64;
         let check = |f: f64| {
             if !f.is_finite() {
@@ -957,23 +950,31 @@ mod tests {
     // The ties are written exactly (x.25, x.625): their shortest text is what is tested.
     #[allow(clippy::excessive_precision)]
     #[test]
-    fn ryu_text_copied_only_where_ruby_writes_the_same() {
+    fn zmij_text_copied_only_where_ruby_writes_the_same() {
         let mut seed = 0x1234_5678_9abc_def1u64;
         let mut checked = 0;
-        for i in 0..300_000 {
+        // The doubles around each edge of `renders_as_ruby`'s range and of Żmij's and
+        // Ruby's fixed notation, a few hundred steps either way.
+        let edges = [1e-5, 1e-4, 1e-3, 1e15, 1e16];
+        let near_edges = edges.iter().flat_map(|&e: &f64| {
+            (-300i64..=300).map(move |step| f64::from_bits((e.to_bits() as i64 + step) as u64))
+        });
+        let random = (0..300_000).map(|i| {
             let r = next(&mut seed);
-            let f = match i % 3 {
+            match i % 3 {
                 0 => f64::from_bits(r),
                 // Decimal-looking values across Ruby's notation boundaries.
                 1 => (r % 100_000_000) as f64 / 10f64.powi((r >> 40) as i32 % 24 - 4),
                 _ => (r >> 11) as f64 * 10f64.powi((r % 40) as i32 - 30),
-            };
+            }
+        });
+        for f in near_edges.chain(random).flat_map(|f| [f, -f]) {
             if !f.is_finite() {
                 continue;
             }
-            let mut buffer = ryu::Buffer::new();
+            let mut buffer = zmij::Buffer::new();
             let text = buffer.format_finite(f).as_bytes();
-            if may_tie(f) || !renders_as_ruby(text) {
+            if may_tie(f) || !renders_as_ruby(f) {
                 continue;
             }
             let mut general = Vec::new();
