@@ -5,6 +5,7 @@
 
 pub mod coderange;
 pub mod digest;
+pub mod dtoa;
 pub mod hex;
 pub mod json;
 pub mod marshal;

@@ -2,6 +2,8 @@
 //! escaping (plain and `ascii_only`, with its UTF-8 checks and messages), integers, and
 //! floats in exactly `Float#to_s`'s text.
 
+use crate::dtoa;
+
 /// Why a string could not be written (json 2.6.1's `GeneratorError` messages).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum EscapeError {
@@ -523,28 +525,20 @@ pub fn write_f64(f: f64, out: &mut Vec<u8>) {
     }
     let mut buffer = zmij::Buffer::new();
     let text = buffer.format_finite(f).as_bytes();
-    if !may_tie(f) && renders_as_ruby(f) {
+    if renders_as_ruby(f) {
         push_bytes(out, text);
         return;
     }
     write_f64_from_text(f, text, out);
 }
 
-/// [`write_f64`]'s general way: Żmij's digits of `f` (its rendering `text`), corrected for
-/// ties, laid out as Ruby does.
+/// [`write_f64`]'s general way: the digits dtoa gives `f` (from Żmij's rendering `text`),
+/// laid out as Ruby does.
 fn write_f64_from_text(f: f64, text: &[u8], out: &mut Vec<u8>) {
-    let mut digits = [0u8; 24];
-    let (negative, ndigits, decpt) = digits_of_text(text, &mut digits);
-    if let Some(even) = tie_to_even(f, &digits[..ndigits]) {
-        let mut v = even;
-        for slot in digits[..ndigits].iter_mut().rev() {
-            *slot = b'0' + (v % 10) as u8;
-            v /= 10;
-        }
-    }
-    let digits = &digits[..ndigits];
-
-    if negative {
+    let shortest = dtoa::from_shortest_text(f, text);
+    let digits = shortest.digits();
+    let decpt = shortest.decpt;
+    if shortest.negative {
         out.push(b'-');
     }
     let nd = digits.len() as i32;
@@ -583,146 +577,17 @@ fn write_f64_from_text(f: f64, text: &[u8], out: &mut Vec<u8>) {
     }
 }
 
-/// Whether Żmij's rendering of finite `f` (shortest digits, fixed notation for decimal
-/// exponents -5 <= e <= 15, ".0" after an integral value) is also Ruby's. Ruby writes fixed
-/// notation for 1e-4 <= |f| < 1e16, but an integral value only below 1e15 (1.0e+15), so
-/// both agree on 1e-4 <= |f| < 1e15 and on zero. Comparing `f` itself with the doubles
-/// nearest 1e-4 and 1e15 decides exactly for its shortest digits: those round to `f`, and
-/// rounding keeps order, so they lie on the same side of 10^k as `f` does of double(10^k).
+/// Whether Żmij's rendering of finite `f` (dtoa's shortest digits, see [`dtoa`]; fixed
+/// notation for decimal exponents -5 <= e <= 15, ".0" after an integral value) is also
+/// Ruby's. Ruby writes fixed notation for 1e-4 <= |f| < 1e16, but an integral value only
+/// below 1e15 (1.0e+15), so both agree on 1e-4 <= |f| < 1e15 and on zero. Comparing `f`
+/// itself with the doubles nearest 1e-4 and 1e15 decides exactly for its shortest digits:
+/// those round to `f`, and rounding keeps order, so they lie on the same side of 10^k as
+/// `f` does of double(10^k).
 #[inline(always)]
 fn renders_as_ruby(f: f64) -> bool {
     let magnitude = f.abs();
     (1e-4..1e15).contains(&magnitude) || magnitude == 0.0
-}
-
-/// Whether `f` might be a tie that Ruby breaks differently from Żmij (see [`tie_to_even`]):
-/// only a double with between 1 and 27 binary places after the point can be (an integral
-/// double's exact digits ending in 5 are all needed to round-trip it: no shorter tie).
-#[inline(always)]
-fn may_tie(f: f64) -> bool {
-    let bits = f.to_bits();
-    let raw_exp = ((bits >> 52) & 0x7ff) as i32;
-    let frac = bits & ((1u64 << 52) - 1);
-    let (m, e) = if raw_exp == 0 {
-        (frac, -1074)
-    } else {
-        (frac | (1u64 << 52), raw_exp - 1075)
-    };
-    m != 0 && (-27..=-1).contains(&(e + m.trailing_zeros() as i32))
-}
-
-/// The shortest digits that round-trip to finite `f` (Żmij), as Ruby's dtoa mode 0 gives
-/// them: `(negative, number of digits, decpt)` with `f = ±0.DIGITS × 10^decpt`, no
-/// leading or trailing zero digits (zero is the single digit `0` with decpt 1).
-#[cfg(test)]
-fn shortest_digits(f: f64, digits: &mut [u8; 24]) -> (bool, usize, i32) {
-    let mut buffer = zmij::Buffer::new();
-    digits_of_text(buffer.format_finite(f).as_bytes(), digits)
-}
-
-/// Reads any plain or scientific rendering of a finite number ("-0.0001", "1.5e-7",
-/// "123.0", "1e16") into [`shortest_digits`]'s form.
-fn digits_of_text(text: &[u8], digits: &mut [u8; 24]) -> (bool, usize, i32) {
-    let (negative, text) = match text.split_first() {
-        Some((b'-', rest)) => (true, rest),
-        _ => (false, text),
-    };
-    let e_at = text.iter().position(|&b| b == b'e' || b == b'E');
-    let (mantissa, exp10) = match e_at {
-        Some(at) => {
-            let (neg, exp_digits) = match text[at + 1..].split_first() {
-                Some((b'-', rest)) => (true, rest),
-                Some((b'+', rest)) => (false, rest),
-                _ => (false, &text[at + 1..]),
-            };
-            let e = exp_digits
-                .iter()
-                .fold(0i32, |acc, &b| acc * 10 + (b - b'0') as i32);
-            (&text[..at], if neg { -e } else { e })
-        }
-        None => (text, 0),
-    };
-    let point = mantissa
-        .iter()
-        .position(|&b| b == b'.')
-        .unwrap_or(mantissa.len()) as i32;
-    let mut n = 0;
-    let mut leading_zeros = 0i32;
-    for &b in mantissa {
-        if b == b'.' {
-            continue;
-        }
-        if n == 0 && b == b'0' {
-            // Each leading zero moves the first significant digit one place right.
-            leading_zeros += 1;
-            continue;
-        }
-        if n < digits.len() {
-            digits[n] = b;
-            n += 1;
-        }
-    }
-    while n > 0 && digits[n - 1] == b'0' {
-        n -= 1;
-    }
-    if n == 0 {
-        digits[0] = b'0';
-        return (negative, 1, 1);
-    }
-    (negative, n, point - leading_zeros + exp10)
-}
-
-/// Ruby's dtoa breaks a tie between two shortest candidates towards the even one; Rust's
-/// shortest formatting does not always. A tie needs the double's exact decimal expansion to
-/// be one digit longer than the shortest digits and to end in 5, which is only possible for
-/// doubles with a short exact expansion; those are computed exactly here (in u128). Returns
-/// the digits to use instead of `digits` (as an integer of the same length) when they differ.
-fn tie_to_even(f: f64, digits: &[u8]) -> Option<u64> {
-    let bits = f.to_bits();
-    let raw_exp = ((bits >> 52) & 0x7ff) as i32;
-    let frac = bits & ((1u64 << 52) - 1);
-    let (mut m, mut e) = if raw_exp == 0 {
-        (frac, -1074)
-    } else {
-        (frac | (1u64 << 52), raw_exp - 1075)
-    };
-    if m == 0 {
-        return None;
-    }
-    let shift = m.trailing_zeros() as i32;
-    m >>= shift;
-    e += shift;
-    let exact: u128 = if e >= 0 {
-        if e > 60 {
-            return None;
-        }
-        (m as u128) << e
-    } else {
-        if e < -27 {
-            return None;
-        }
-        (m as u128) * 5u128.pow((-e) as u32)
-    };
-    if exact % 10 != 5 {
-        return None;
-    }
-    let len = exact.checked_ilog10().map_or(1, |l| l as usize + 1);
-    if len != digits.len() + 1 {
-        return None;
-    }
-    let lo = (exact / 10) as u64;
-    let hi = lo + 1;
-    if hi.checked_ilog10() != lo.checked_ilog10() {
-        return None;
-    }
-    let current = digits
-        .iter()
-        .fold(0u64, |acc, &d| acc * 10 + (d - b'0') as u64);
-    if current != lo && current != hi {
-        return None;
-    }
-    let even = if lo.is_multiple_of(2) { lo } else { hi };
-    (even != current).then_some(even)
 }
 
 #[cfg(test)]
@@ -820,62 +685,6 @@ mod tests {
         }
     }
 
-    /// The digits as Rust's own shortest formatting gives them (Grisu with a Dragon4
-    /// fallback), the implementation this module used before Ryu and Żmij: an independent
-    /// oracle.
-    fn reference_digits(f: f64) -> (bool, Vec<u8>, i32) {
-        let mut digits = [0u8; 24];
-        let (neg, n, decpt) = digits_of_text(format!("{f:e}").as_bytes(), &mut digits);
-        (neg, digits[..n].to_vec(), decpt)
-    }
-
-    #[test]
-    fn zmij_digits_match_rusts_shortest_formatting() {
-        let mut seed = 0x9E37_79B9_7F4A_7C15u64;
-        let check = |f: f64| {
-            if !f.is_finite() {
-                return;
-            }
-            // Both after the tie-break to even that Ruby's dtoa makes.
-            let even = |digits: &[u8]| match tie_to_even(f, digits) {
-                Some(v) => format!("{v:0width$}", width = digits.len()).into_bytes(),
-                None => digits.to_vec(),
-            };
-            let mut digits = [0u8; 24];
-            let (neg, n, decpt) = shortest_digits(f, &mut digits);
-            let (rneg, rdigits, rdecpt) = reference_digits(f);
-            assert_eq!(
-                (neg, even(&digits[..n]), decpt),
-                (rneg, even(&rdigits), rdecpt),
-                "{f:e}"
-            );
-        };
-        for _ in 0..200_000 {
-            check(f64::from_bits(next(&mut seed)));
-        }
-        for _ in 0..100_000 {
-            // Short decimals, like most documents' numbers.
-            let v =
-                (next(&mut seed) % 10_000_000) as f64 / 10f64.powi((next(&mut seed) % 12) as i32);
-            check(v);
-            check(-v * 1e3);
-        }
-        for f in [
-            0.0,
-            -0.0,
-            5e-324,
-            f64::MIN_POSITIVE,
-            f64::MAX,
-            1e15,
-            1e16,
-            1e-5,
-            1e-4,
-            0.1,
-        ] {
-            check(f);
-        }
-    }
-
     #[test]
     fn push_bytes_appends_every_length() {
         let source: Vec<u8> = (0..40u8).collect();
@@ -961,10 +770,12 @@ mod tests {
         });
         let random = (0..300_000).map(|i| {
             let r = next(&mut seed);
-            match i % 3 {
+            match i % 4 {
                 0 => f64::from_bits(r),
                 // Decimal-looking values across Ruby's notation boundaries.
                 1 => (r % 100_000_000) as f64 / 10f64.powi((r >> 40) as i32 % 24 - 4),
+                // Short binary fractions, among them ties between two shortest candidates.
+                2 => (r >> 12) as f64 / 2f64.powi(1 + (r % 27) as i32),
                 _ => (r >> 11) as f64 * 10f64.powi((r % 40) as i32 - 30),
             }
         });
@@ -974,7 +785,7 @@ mod tests {
             }
             let mut buffer = zmij::Buffer::new();
             let text = buffer.format_finite(f).as_bytes();
-            if may_tie(f) || !renders_as_ruby(f) {
+            if !renders_as_ruby(f) {
                 continue;
             }
             let mut general = Vec::new();

@@ -134,8 +134,9 @@ pub fn float_text(d: f64, buf: &mut [u8; 40]) -> usize {
     if d == 0.0 {
         return put(buf, if d.is_sign_negative() { b"-0" } else { b"0" });
     }
-    let (digits, ndigits, decpt) = shortest_digits(d.abs());
-    let digits = &digits[..ndigits];
+    let shortest = crate::dtoa::shortest(d.abs());
+    let (digits, decpt) = (shortest.digits(), shortest.decpt);
+    let ndigits = digits.len();
     let digs = ndigits as i32;
     let mut len = 0;
     let mut push = |buf: &mut [u8; 40], b: u8| {
@@ -194,113 +195,6 @@ pub fn float_text(d: f64, buf: &mut [u8; 40]) -> usize {
         }
     }
     len
-}
-
-/// Shortest round-trip decimal digits of a finite positive `d` and the position of the
-/// decimal point (`0.d1d2... * 10**decpt`), as `dtoa` mode 0 gives them.
-///
-/// Rust's `{:e}` formatting prints exactly the shortest digits that round-trip (Grisu with
-/// a Dragon4 fallback), closest to the true value, like David Gay's mode 0.
-fn shortest_digits(d: f64) -> ([u8; 20], usize, i32) {
-    use std::io::Write;
-    let mut text = [0u8; 40];
-    let mut cursor = std::io::Cursor::new(&mut text[..]);
-    // Cannot fail: the longest output ("d.dddddddddddddddde-324") fits in 40 bytes.
-    let _ = write!(cursor, "{d:e}");
-    let n = cursor.position() as usize;
-    let text = &text[..n];
-    let mut digits = [0u8; 20];
-    let mut nd = 0;
-    let mut i = 0;
-    while i < text.len() && text[i] != b'e' {
-        if text[i] != b'.' && nd < digits.len() {
-            digits[nd] = text[i];
-            nd += 1;
-        }
-        i += 1;
-    }
-    let mut exp: i32 = 0;
-    let mut neg = false;
-    for &c in &text[(i + 1).min(text.len())..] {
-        if c == b'-' {
-            neg = true;
-        } else {
-            exp = exp * 10 + (c - b'0') as i32;
-        }
-    }
-    if neg {
-        exp = -exp;
-    }
-    let decpt = exp + 1;
-    half_even_tie(d, &mut digits, nd, decpt);
-    (digits, nd, decpt)
-}
-
-/// Where `d` lies exactly halfway between two shortest candidates, `dtoa` keeps the one
-/// with the even last digit, while Rust's formatter rounds half up. Swap to the even one.
-fn half_even_tie(d: f64, digits: &mut [u8; 20], nd: usize, decpt: i32) {
-    if nd == 0 || (digits[nd - 1] - b'0').is_multiple_of(2) {
-        return;
-    }
-    let bits = d.to_bits();
-    let biased = ((bits >> 52) & 0x7ff) as i32;
-    let frac = bits & ((1u64 << 52) - 1);
-    let (m, e) = if biased == 0 {
-        (frac, -1074)
-    } else {
-        (frac | (1u64 << 52), biased - 1075)
-    };
-    let t = m.trailing_zeros() as i32;
-    let m_odd = (m >> t) as u128;
-    // The candidates are integers at scale 10**q; d*10**q*2 must be an odd integer.
-    let q = nd as i32 - decpt;
-    if t + e + 1 + q != 0 || !(-27..=27).contains(&q) {
-        return;
-    }
-    let twice = if q >= 0 {
-        m_odd * 5u128.pow(q as u32)
-    } else {
-        let p = 5u128.pow((-q) as u32);
-        if !m_odd.is_multiple_of(p) {
-            return;
-        }
-        m_odd / p
-    };
-    let mut r: u128 = 0;
-    for &c in &digits[..nd] {
-        r = r * 10 + (c - b'0') as u128;
-    }
-    let last = nd - 1;
-    if 2 * r > twice {
-        digits[last] -= 1; // odd, so no borrow
-    } else if digits[last] != b'9' {
-        digits[last] += 1;
-    } else {
-        return;
-    }
-    // Keep the swap only if the even candidate reads back as d (it always should).
-    let mut text = [0u8; 48];
-    let mut n = 0;
-    for &c in &digits[..nd] {
-        text[n] = c;
-        n += 1;
-    }
-    text[n] = b'e';
-    n += 1;
-    let exp = decpt - nd as i32;
-    let exp_text = exp.to_string();
-    text[n..n + exp_text.len()].copy_from_slice(exp_text.as_bytes());
-    n += exp_text.len();
-    let back = std::str::from_utf8(&text[..n])
-        .ok()
-        .and_then(|s| s.parse::<f64>().ok());
-    if back != Some(d) {
-        if 2 * r > twice {
-            digits[last] += 1;
-        } else {
-            digits[last] -= 1;
-        }
-    }
 }
 
 /// Reads the text of an `f` record, accepting only what MRI's writer produces: "nan",
