@@ -86,8 +86,15 @@ fn key_hash(b: &[u8]) -> u32 {
     } else if n > 0 {
         h ^= b[0] as u64 | (b[n / 2] as u64) << 8 | (b[n - 1] as u64) << 16;
     }
-    h = h.wrapping_mul(K);
-    (h ^ (h >> 32)) as u32
+    // The cache is indexed by the low bits, and a product's low bits depend only on its
+    // factors' low bits: without this finisher (MurmurHash3's), keys differing only near
+    // their end, such as citm_catalog's "338937235" and "338937236", or twitter's
+    // "location" and "statuses_count", shared slots and evicted each other.
+    h ^= h >> 33;
+    h = h.wrapping_mul(0xFF51_AFD7_ED55_8CCD);
+    h ^= h >> 33;
+    h = h.wrapping_mul(0xC4CE_B9FE_1A85_EC53);
+    (h ^ (h >> 33)) as u32
 }
 
 /// The GC-visible stack of values not yet placed in their container.
@@ -121,15 +128,31 @@ struct RactorParses {
     shapes: Option<Box<ShapeCache>>,
 }
 
-/// Slots of the [`ShapeCache`] (a power of two).
+/// Slots of the [`ShapeCache`] (a power of two), in sets of [`SHAPE_WAYS`].
 const SHAPE_SLOTS: usize = 64;
+
+/// Slots per set of the [`ShapeCache`]. A document's large Hashes come in a few shapes
+/// that alternate (twitter.json's tweets and their users): with one slot per set, two
+/// shapes whose key objects happened to share a slot (addresses decide it, so one process
+/// in two for twitter.json's nine shapes) evicted each other at every Hash.
+const SHAPE_WAYS: usize = 2;
 
 /// Templates for Hashes of more than 8 pairs whose keys (in order) came before
 /// (`fresh_hash::Shape`), by a hash of the key objects. A key sequence gets a template
 /// the second time it is seen, so a Hash of one-off keys costs no copy. Its templates are
-/// marked by [`RactorParses`].
+/// marked by [`RactorParses`]. Each set keeps its most recently seen shape first.
 struct ShapeCache {
     slots: [ShapeSlot; SHAPE_SLOTS],
+}
+
+impl ShapeCache {
+    /// The first slot of the set for key hash `keys` (from its top bits, which mix all of
+    /// the key objects' bits).
+    fn set_of(keys: u64) -> usize {
+        const SETS: usize = SHAPE_SLOTS / SHAPE_WAYS;
+        let index = keys.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - SETS.trailing_zeros());
+        index as usize * SHAPE_WAYS
+    }
 }
 
 #[derive(Clone, Copy, Default)]
@@ -693,19 +716,27 @@ impl RubySink {
         // Read while allocating too, as the GC's mark reads the stack: shared borrows.
         let stacked = unsafe { &(&*values)[start..] };
         let keys = shape_hash(stacked);
-        let index = keys as usize & (SHAPE_SLOTS - 1);
+        let set = ShapeCache::set_of(keys);
         // Copied out: no reference into the cache is held while allocating (the GC's
         // mark reads it).
-        let slot = unsafe {
+        let (seen, slot) = unsafe {
             let shapes = &mut (*self.parses).shapes;
-            shapes.get_or_insert_with(|| {
+            let shapes = shapes.get_or_insert_with(|| {
                 Box::new(ShapeCache {
                     slots: [ShapeSlot::default(); SHAPE_SLOTS],
                 })
             });
-            shapes.as_ref().map(|s| s.slots[index]).unwrap_or_default()
+            let ways = &mut shapes.slots[set..set + SHAPE_WAYS];
+            match ways.iter().position(|slot| slot.keys == keys) {
+                Some(way) => {
+                    // Seen again: first in its set now.
+                    ways[..=way].rotate_right(1);
+                    (true, ways[0])
+                }
+                None => (false, ShapeSlot::default()),
+            }
         };
-        if slot.keys == keys && slot.shape.0 != 0 {
+        if seen && slot.shape.0 != 0 {
             if unsafe { slot.shape.fits(stacked) } {
                 if let Some(hash) = unsafe { slot.shape.new_filled(stacked) } {
                     return Ok(hash);
@@ -715,13 +746,19 @@ impl RubySink {
         }
         let hash = new_hash(pairs);
         self.bulk_insert(hash, start, pairs);
-        let learned = if slot.keys == keys {
+        let learned = if seen {
             unsafe { fresh_hash::Shape::of(hash, pairs) }.unwrap_or_default()
         } else {
             fresh_hash::Shape::default()
         };
         if let Some(shapes) = unsafe { (*self.parses).shapes.as_mut() } {
-            shapes.slots[index] = ShapeSlot {
+            // A shape seen again is first in its set already; a new one goes first, the
+            // others move down and the last one out.
+            let ways = &mut shapes.slots[set..set + SHAPE_WAYS];
+            if !seen {
+                ways.rotate_right(1);
+            }
+            ways[0] = ShapeSlot {
                 keys,
                 shape: learned,
             };
