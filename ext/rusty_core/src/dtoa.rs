@@ -1,7 +1,7 @@
 //! The shortest decimal digits of a double exactly as MRI's `ruby_dtoa` mode 0 gives them,
 //! which `Float#to_s` (so the JSON generator) and Marshal's `w_float` lay out each in
 //! their own way: Żmij's shortest round-trip digits, which are dtoa's, ties between two
-//! shortest candidates included (both keep the even one).
+//! shortest candidates included (both keep the even one; the tests check it).
 
 /// The shortest digits of a finite double as dtoa mode 0 gives them:
 /// `f = ±0.DIGITS × 10^decpt`, no leading or trailing zero digits (zero is the single
@@ -24,24 +24,16 @@ impl Shortest {
 /// [`Shortest`] of finite `f`.
 pub fn shortest(f: f64) -> Shortest {
     let mut buffer = zmij::Buffer::new();
-    from_shortest_text(f, buffer.format_finite(f).as_bytes())
+    from_shortest_text(buffer.format_finite(f).as_bytes())
 }
 
-/// [`Shortest`] of finite `f` from a rendering `text` of its shortest round-trip digits
-/// (Żmij's, or any other closest-shortest formatter's, in plain or scientific notation),
-/// with a tie broken to even as dtoa breaks it. Żmij already breaks ties that way (the
-/// tests check it on thousands of ties, where Rust's own formatting does not), so for its
-/// text the tie check changes nothing; it keeps the rule for any other formatter's.
-pub fn from_shortest_text(f: f64, text: &[u8]) -> Shortest {
+/// [`Shortest`] from Żmij's rendering `text` of a finite double. Żmij's digits are dtoa's
+/// as they stand, ties included: the tests check them against an independent oracle
+/// corrected to dtoa's tie rule, on thousands of ties where that oracle alone keeps the
+/// odd candidate.
+pub fn from_shortest_text(text: &[u8]) -> Shortest {
     let mut digits = [0u8; 24];
     let (negative, len, decpt) = digits_of_text(text, &mut digits);
-    if let Some(even) = tie_to_even(f, &digits[..len]) {
-        let mut v = even;
-        for slot in digits[..len].iter_mut().rev() {
-            *slot = b'0' + (v % 10) as u8;
-            v /= 10;
-        }
-    }
     Shortest {
         negative,
         digits,
@@ -102,70 +94,64 @@ fn digits_of_text(text: &[u8], digits: &mut [u8; 24]) -> (bool, usize, i32) {
     (negative, n, point - leading_zeros + exp10)
 }
 
-/// Ruby's dtoa breaks a tie between two shortest candidates towards the even one; Rust's
-/// shortest formatting does not always. A tie needs the double's exact decimal expansion to
-/// be one digit longer than the shortest digits and to end in 5, which is only possible for
-/// doubles with a short exact expansion; those are computed exactly here (in u128). Returns
-/// the digits to use instead of `digits` (as an integer of the same length) when they differ.
-fn tie_to_even(f: f64, digits: &[u8]) -> Option<u64> {
-    let bits = f.to_bits();
-    let raw_exp = ((bits >> 52) & 0x7ff) as i32;
-    let frac = bits & ((1u64 << 52) - 1);
-    let (mut m, mut e) = if raw_exp == 0 {
-        (frac, -1074)
-    } else {
-        (frac | (1u64 << 52), raw_exp - 1075)
-    };
-    if m == 0 {
-        return None;
-    }
-    let shift = m.trailing_zeros() as i32;
-    m >>= shift;
-    e += shift;
-    let exact: u128 = if e >= 0 {
-        if e > 60 {
-            return None;
-        }
-        (m as u128) << e
-    } else {
-        if e < -27 {
-            return None;
-        }
-        (m as u128) * 5u128.pow((-e) as u32)
-    };
-    if exact % 10 != 5 {
-        return None;
-    }
-    let len = exact.checked_ilog10().map_or(1, |l| l as usize + 1);
-    if len != digits.len() + 1 {
-        return None;
-    }
-    let lo = (exact / 10) as u64;
-    let hi = lo + 1;
-    if hi.checked_ilog10() != lo.checked_ilog10() {
-        return None;
-    }
-    let current = digits
-        .iter()
-        .fold(0u64, |acc, &d| acc * 10 + (d - b'0') as u64);
-    if current != lo && current != hi {
-        return None;
-    }
-    let even = if lo.is_multiple_of(2) { lo } else { hi };
-    (even != current).then_some(even)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    /// A tiny xorshift generator, so the tests need no crate.
-    fn next(seed: &mut u64) -> u64 {
-        *seed ^= *seed << 13;
-        *seed ^= *seed >> 7;
-        *seed ^= *seed << 17;
-        *seed
+    /// Ruby's dtoa breaks a tie between two shortest candidates towards the even one; Rust's
+    /// shortest formatting does not always. A tie needs the double's exact decimal expansion to
+    /// be one digit longer than the shortest digits and to end in 5, which is only possible for
+    /// doubles with a short exact expansion; those are computed exactly here (in u128). Returns
+    /// the digits to use instead of `digits` (as an integer of the same length) when they differ.
+    pub(super) fn tie_to_even(f: f64, digits: &[u8]) -> Option<u64> {
+        let bits = f.to_bits();
+        let raw_exp = ((bits >> 52) & 0x7ff) as i32;
+        let frac = bits & ((1u64 << 52) - 1);
+        let (mut m, mut e) = if raw_exp == 0 {
+            (frac, -1074)
+        } else {
+            (frac | (1u64 << 52), raw_exp - 1075)
+        };
+        if m == 0 {
+            return None;
+        }
+        let shift = m.trailing_zeros() as i32;
+        m >>= shift;
+        e += shift;
+        let exact: u128 = if e >= 0 {
+            if e > 60 {
+                return None;
+            }
+            (m as u128) << e
+        } else {
+            if e < -27 {
+                return None;
+            }
+            (m as u128) * 5u128.pow((-e) as u32)
+        };
+        if exact % 10 != 5 {
+            return None;
+        }
+        let len = exact.checked_ilog10().map_or(1, |l| l as usize + 1);
+        if len != digits.len() + 1 {
+            return None;
+        }
+        let lo = (exact / 10) as u64;
+        let hi = lo + 1;
+        if hi.checked_ilog10() != lo.checked_ilog10() {
+            return None;
+        }
+        let current = digits
+            .iter()
+            .fold(0u64, |acc, &d| acc * 10 + (d - b'0') as u64);
+        if current != lo && current != hi {
+            return None;
+        }
+        let even = if lo.is_multiple_of(2) { lo } else { hi };
+        (even != current).then_some(even)
     }
+
+    use crate::xorshift as next;
 
     /// The digits as Rust's own shortest formatting gives them (Grisu with a Dragon4
     /// fallback), what the JSON generator used before Ryu and Żmij: an independent oracle.
@@ -223,7 +209,7 @@ mod tests {
 
     /// Doubles that are exact ties between two shortest candidates, where Rust's own
     /// formatting keeps the other one: Żmij must give dtoa's even digits unaided, for
-    /// the JSON generator copies its text without the tie check.
+    /// neither the JSON generator nor Marshal checks ties.
     #[test]
     fn zmij_breaks_ties_to_even_like_dtoa() {
         let mut seed = 0x2545_F491_4F6C_DD1Du64;

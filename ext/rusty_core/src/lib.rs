@@ -10,3 +10,12 @@ pub mod hex;
 pub mod json;
 pub mod marshal;
 pub mod net_http;
+
+/// A tiny xorshift generator for the tests' seeded inputs, so they need no crate.
+#[cfg(test)]
+pub(crate) fn xorshift(seed: &mut u64) -> u64 {
+    *seed ^= *seed << 13;
+    *seed ^= *seed >> 7;
+    *seed ^= *seed << 17;
+    *seed
+}

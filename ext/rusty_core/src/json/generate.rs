@@ -529,13 +529,13 @@ pub fn write_f64(f: f64, out: &mut Vec<u8>) {
         push_bytes(out, text);
         return;
     }
-    write_f64_from_text(f, text, out);
+    write_f64_from_text(text, out);
 }
 
 /// [`write_f64`]'s general way: the digits dtoa gives `f` (from Żmij's rendering `text`),
 /// laid out as Ruby does.
-fn write_f64_from_text(f: f64, text: &[u8], out: &mut Vec<u8>) {
-    let shortest = dtoa::from_shortest_text(f, text);
+fn write_f64_from_text(text: &[u8], out: &mut Vec<u8>) {
+    let shortest = dtoa::from_shortest_text(text);
     let digits = shortest.digits();
     let decpt = shortest.decpt;
     if shortest.negative {
@@ -617,13 +617,7 @@ mod tests {
         escape_string(s, ascii, slash, &mut v).map(|()| String::from_utf8(v).unwrap())
     }
 
-    /// A tiny xorshift generator, so the tests need no crate.
-    fn next(seed: &mut u64) -> u64 {
-        *seed ^= *seed << 13;
-        *seed ^= *seed >> 7;
-        *seed ^= *seed << 17;
-        *seed
-    }
+    use crate::xorshift as next;
 
     #[test]
     fn fast_escape_finds_a_special_byte_at_every_offset() {
@@ -789,7 +783,7 @@ mod tests {
                 continue;
             }
             let mut general = Vec::new();
-            write_f64_from_text(f, text, &mut general);
+            write_f64_from_text(text, &mut general);
             assert_eq!(text, &general[..], "{f:?}");
             checked += 1;
         }
