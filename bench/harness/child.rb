@@ -13,8 +13,9 @@ module Bench
   #
   #   status  :ok, :mismatch (output differs from the baseline's), :skipped (the column
   #           cannot run here, e.g. module not installed), :error, or :na (no such op)
-  Cell = Struct.new(:status, :message, :loops, :times_ns, :cpu_ns, :allocs_per_op, :bytes,
-                    :checksum, :ruby_description, keyword_init: true) do
+  #   gc_share  the part of the wall time Ruby's GC took (untimed passes), or nil
+  Cell = Struct.new(:status, :message, :loops, :times_ns, :cpu_ns, :allocs_per_op, :gc_share,
+                    :bytes, :checksum, :ruby_description, keyword_init: true) do
     def ok?
       status == :ok
     end
@@ -97,6 +98,7 @@ module Bench
       return Cell.new(status: status.to_sym, message: message, **common) unless status == "ok"
 
       Cell.new(status: :ok, loops: Integer(lines["loops"]), allocs_per_op: Float(lines["allocs"]),
+               gc_share: lines["gc"] && Float(lines["gc"]),
                times_ns: integers(lines["times"]), cpu_ns: integers(lines["cpu"]),
                bytes: lines["bytes"] && Integer(lines["bytes"]), **common)
     end

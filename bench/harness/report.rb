@@ -3,6 +3,7 @@
 require_relative "child"
 require_relative "format"
 require_relative "machine"
+require_relative "timing"
 require_relative "corpus"
 
 module Bench
@@ -86,7 +87,9 @@ module Bench
        table(head, times),
        (DISTURBED_NOTE if results.any? { |r| !r.workload.round_trip && r.cells.values.any?(&:disturbed?) }),
        (ROUND_TRIP_NOTE if results.any? { |r| r.workload.round_trip }),
-       "Input MB/s (10^6 bytes per second) or requests per second, and Ruby objects allocated per op.",
+       "Input MB/s (10^6 bytes per second) or requests per second, Ruby objects allocated per op, " \
+       "and the share of wall time spent in Ruby's GC (`GC.stat(:time)` over #{Timing::GC_PASSES} " \
+       "untimed passes).",
        table(head, rates)].compact.join("\n\n")
     end
 
@@ -104,7 +107,8 @@ module Bench
 
       rate = cell.ns_per_byte ? "#{Format.mb_per_s(1000.0 / cell.ns_per_byte)} MB/s, " : ""
       rate = "#{Format.thousands((1e9 / cell.ns_per_op).round)} req/s, " if result.workload.round_trip
-      "#{rate}#{Format.allocs(cell.allocs_per_op)} obj"
+      gc = cell.gc_share ? ", GC #{(cell.gc_share * 100).round}%" : ""
+      "#{rate}#{Format.allocs(cell.allocs_per_op)} obj#{gc}"
     end
 
     # Anything but a timing, with the reason kept for the notes below the tables.

@@ -6,8 +6,13 @@ module Bench
   class Timing
     # times_ns: wall time of each timed pass (CLOCK_MONOTONIC, what is reported);
     # cpu_ns: this process's CPU time in the same passes, which shows how long a pass sat
-    # waiting for a core on a busy machine.
-    Result = Struct.new(:loops, :times_ns, :cpu_ns, :allocs_per_op, keyword_init: true)
+    # waiting for a core on a busy machine; gc_share: the part of the wall time that Ruby's
+    # GC took in passes of their own (nil where GC.stat has no :time, before Ruby 3.1).
+    Result = Struct.new(:loops, :times_ns, :cpu_ns, :allocs_per_op, :gc_share, keyword_init: true)
+
+    # Untimed passes whose GC time is read: GC.stat(:time) counts whole milliseconds, so
+    # a share read over three ~25 ms passes is good to about a percent.
+    GC_PASSES = 3
 
     # `op` is inlined (not yielded to) so the loop adds only a counter and a compare.
     # `_ =` keeps `ruby -w` quiet about ops like `a == b` used in void context.
@@ -43,6 +48,7 @@ module Bench
       loops = calibrate(input, target_ms) if loops.zero?
       warmup.times { @code.pass(input, loops) }
       allocs = allocations(input, loops)
+      gc_share = gc_share(input, loops)
       times = []
       cpu = []
       passes.times do
@@ -50,7 +56,7 @@ module Bench
         times << time_pass(input, loops)
         cpu << Process.clock_gettime(Process::CLOCK_PROCESS_CPUTIME_ID, :nanosecond) - cpu_start
       end
-      Result.new(loops: loops, times_ns: times, cpu_ns: cpu, allocs_per_op: allocs)
+      Result.new(loops: loops, times_ns: times, cpu_ns: cpu, allocs_per_op: allocs, gc_share: gc_share)
     end
 
     private
@@ -80,6 +86,19 @@ module Bench
     def allocations(input, loops)
       (count_allocations { @code.pass(input, loops) } -
         count_allocations { @code.pass(input, 0) }).to_f / loops
+    end
+
+    # What share of the wall time of GC_PASSES passes went to Ruby's GC: the part of a
+    # cell's time that allocating the same objects costs any implementation (a parse
+    # that builds the same Hashes as the stdlib's triggers as many collections).
+    def gc_share(input, loops)
+      return nil unless GC.stat.key?(:time)
+
+      gc_before = GC.stat(:time)
+      start = Process.clock_gettime(Process::CLOCK_MONOTONIC, :nanosecond)
+      GC_PASSES.times { @code.pass(input, loops) }
+      wall_ns = Process.clock_gettime(Process::CLOCK_MONOTONIC, :nanosecond) - start
+      (GC.stat(:time) - gc_before) * 1_000_000.0 / wall_ns
     end
 
     def count_allocations

@@ -43,6 +43,7 @@ module Bench
                                      target_ms: target_ms)
       say(out, "loops", result.loops)
       say(out, "allocs", result.allocs_per_op)
+      say(out, "gc", result.gc_share) if result.gc_share
       say(out, "times", result.times_ns.join(" "))
       say(out, "cpu", result.cpu_ns.join(" "))
       say(out, "status", "ok")

@@ -76,7 +76,19 @@ RSpec.describe "rake bench harness" do
     expect(@report).to include("harness_fixture: constants; more constants")
     time_row, rate_row = @report.lines.select { |l| l.start_with?("| fixture-round-trip |") }
     expect(time_row).to match(/\| fixture-round-trip \| [\d,.]+ \(1\.00x\) \|/)
-    expect(rate_row).to match(%r{\| fixture-round-trip \| [\d,]+ req/s, [\d.]+ obj \|})
+    expect(rate_row).to match(%r{\| fixture-round-trip \| [\d,]+ req/s, [\d.]+ obj(, GC \d+%)? \|})
+  end
+
+  it "gives the share of a cell's wall time that Ruby's GC took" do
+    skip "GC.stat has no :time before Ruby 3.1" unless GC.stat.key?(:time)
+    rate_cell = lambda do |workload|
+      line = @report.lines.select { |l| l.start_with?("| #{workload} |") }.last
+      line.split(" | ")[1]
+    end
+    expect(rate_cell["fixture-no-gc"]).to eq("0.0 obj, GC 0%")
+    share = rate_cell["fixture-gc"][/, GC (\d+)%\z/, 1]
+    expect(share).not_to be_nil, "no GC share in #{rate_cell['fixture-gc'].inspect}"
+    expect(Integer(share)).to be >= 50 # every op is a GC.start
   end
 
   it "writes a dated copy and an SVG chart" do
