@@ -6,10 +6,12 @@
 //! with the pair count and the bound of used slots in its flags. A larger Hash keeps an
 //! st_table: entries of (hash, key, value) in insertion order, and bins to find them.
 //!
-//! Only Ruby 3.1's layouts (`internal/hash.h`, `hash.c`, `st.c`; 3.3 embeds the
-//! ar_table, hints included, in the object). The first call of [`matches`] reads Hashes
-//! that Ruby filled back through them; if anything differs, [`matches`] is false and
-//! callers use Ruby's own functions.
+//! Ruby 3.1's layouts (`internal/hash.h`, `hash.c`, `st.c`), for filling and walking:
+//! the first call of [`matches`] reads Hashes that Ruby filled back through them; if
+//! anything differs, [`matches`] is false and callers use Ruby's own functions. Ruby 3.3
+//! keeps the same ar_table (hints first) and st_table, but inside the object, after
+//! `flags`, `klass` and `ifnone`: there only [`Pairs`] reads them, once [`walkable`] has
+//! checked the layout the same way.
 
 use std::{ffi::c_void, sync::OnceLock};
 
@@ -29,6 +31,41 @@ pub struct RHash {
     pub table: *mut [[VALUE; 2]; MAX_PAIRS],
     pub ifnone: VALUE,
     pub hints: [u8; MAX_PAIRS],
+}
+
+/// Whether this build's Ruby (3.3) embeds a Hash's table in the object (Ruby 3.1 points
+/// to it from [`RHash::table`]). The extension is built per Ruby ABI, so this is fixed.
+const EMBEDDED_TABLES: bool =
+    rb_sys::RUBY_API_VERSION_CODE >= 30300 && rb_sys::RUBY_API_VERSION_CODE < 30400;
+
+/// Where Ruby 3.3's embedded table starts: after `struct RHash` (flags, klass, ifnone).
+const EMBEDDED_TABLE_OFFSET: usize = 3 * std::mem::size_of::<VALUE>();
+
+/// Ruby 3.3's `ar_table`: the hints, then the pairs.
+#[repr(C)]
+struct EmbeddedAr {
+    hints: [u8; MAX_PAIRS],
+    pairs: [[VALUE; 2]; MAX_PAIRS],
+}
+
+/// The ar_table pairs of `hash` (in ar mode); null for a Ruby 3.1 Hash with no table.
+#[inline(always)]
+unsafe fn ar_pairs(hash: VALUE) -> *const [[VALUE; 2]; MAX_PAIRS] {
+    if EMBEDDED_TABLES {
+        &(*((hash as usize + EMBEDDED_TABLE_OFFSET) as *const EmbeddedAr)).pairs
+    } else {
+        (*(hash as *const RHash)).table
+    }
+}
+
+/// The st_table of `hash` (in st mode); null for a Ruby 3.1 Hash with no table.
+#[inline(always)]
+unsafe fn st_of(hash: VALUE) -> *const StTable {
+    if EMBEDDED_TABLES {
+        (hash as usize + EMBEDDED_TABLE_OFFSET) as *const StTable
+    } else {
+        (*(hash as *const RHash)).table as *const StTable
+    }
 }
 
 /// `ruby_rhash_flags` (FL_USHIFT is 12).
@@ -134,6 +171,51 @@ pub fn key_hint(key: VALUE) -> u8 {
 /// `st.c`'s `RESERVED_HASH_VAL`: the stored hash of a deleted st_table entry.
 const DELETED_ENTRY_HASH: VALUE = !0;
 
+/// Whether [`Pairs`] may walk this Ruby's Hashes: Ruby 3.1 where [`matches`], Ruby 3.3
+/// where its embedded tables read back as Ruby walks them. The first call checks (it
+/// makes Hashes).
+pub fn walkable() -> bool {
+    static WALKABLE: OnceLock<bool> = OnceLock::new();
+    *WALKABLE.get_or_init(|| {
+        if EMBEDDED_TABLES {
+            unsafe { embedded_layout_matches() && pairs_read_back() }
+        } else {
+            matches()
+        }
+    })
+}
+
+/// Whether Ruby 3.3's embedded tables hold what Ruby put in them, read only where no
+/// pointer has to be followed (the ar pairs and hints, and the st_table's counts), so
+/// that [`pairs_read_back`] walks only tables found where they were expected.
+unsafe fn embedded_layout_matches() -> bool {
+    let fixnum = |i: usize| ((i as VALUE) << 1) | 1;
+    let ar = rb_sys::rb_hash_new();
+    for i in 0..2 {
+        rb_sys::rb_hash_aset(ar, fixnum(i), fixnum(10 + i));
+    }
+    let flags = (*(ar as *const rb_sys::RBasic)).flags;
+    let table = &*((ar as usize + EMBEDDED_TABLE_OFFSET) as *const EmbeddedAr);
+    let ar_ok = flags & ST_TABLE_FLAG == 0
+        && (flags & SIZE_AND_BOUND_MASK) >> SIZE_SHIFT == 0x22
+        && table.pairs[0] == [fixnum(0), fixnum(10)]
+        && table.pairs[1] == [fixnum(1), fixnum(11)];
+    let pairs = MAX_PAIRS + 3;
+    let st = rb_sys::rb_hash_new();
+    for i in 0..pairs {
+        rb_sys::rb_hash_aset(st, fixnum(i), fixnum(i));
+    }
+    let flags = (*(st as *const rb_sys::RBasic)).flags;
+    let table = &*st_of(st);
+    let st_ok = flags & ST_TABLE_FLAG != 0
+        && table.num_entries == pairs
+        && table.entries_start == 0
+        && table.entries_bound == pairs
+        && !table.entries.is_null();
+    std::hint::black_box((ar, st));
+    ar_ok && st_ok
+}
+
 /// The pairs of a Hash in `rb_hash_foreach`'s order, read from its table (deleted
 /// entries skipped). Which table and how far it goes are read once; the table's address
 /// is read again at each step (Ruby 3.1 may move an ar_table during a GC).
@@ -145,30 +227,29 @@ pub struct Pairs {
 }
 
 impl Pairs {
-    /// The pairs of `hash`, where [`matches`].
+    /// The pairs of `hash`, where [`walkable`].
     ///
     /// # Safety
     /// `hash` is a live Hash.
     #[inline(always)]
     pub unsafe fn of(hash: VALUE) -> Option<Pairs> {
-        matches().then(|| Pairs::read(hash))
+        walkable().then(|| Pairs::read(hash))
     }
 
     /// [`Pairs::of`] without the layout check.
     #[inline(always)]
     unsafe fn read(hash: VALUE) -> Pairs {
-        let raw = &*(hash as *const RHash);
-        let st = raw.flags & ST_TABLE_FLAG != 0;
-        let (next, bound) = if raw.table.is_null() {
+        let flags = (*(hash as *const rb_sys::RBasic)).flags;
+        let st = flags & ST_TABLE_FLAG != 0;
+        let (next, bound) = if st {
+            match st_of(hash).as_ref() {
+                Some(table) => (table.entries_start, table.entries_bound),
+                None => (0, 0),
+            }
+        } else if ar_pairs(hash).is_null() {
             (0, 0)
-        } else if st {
-            let table = &*(raw.table as *const StTable);
-            (table.entries_start, table.entries_bound)
         } else {
-            (
-                0,
-                (((raw.flags >> BOUND_SHIFT) & 0xf) as usize).min(MAX_PAIRS),
-            )
+            (0, (((flags >> BOUND_SHIFT) & 0xf) as usize).min(MAX_PAIRS))
         };
         Pairs {
             hash,
@@ -187,14 +268,13 @@ impl Pairs {
         while self.next < self.bound {
             let i = self.next;
             self.next += 1;
-            let raw = &*(self.hash as *const RHash);
             if self.st {
-                let [hash, key, value] = *(*(raw.table as *const StTable)).entries.add(i);
+                let [hash, key, value] = *(*st_of(self.hash)).entries.add(i);
                 if hash != DELETED_ENTRY_HASH {
                     return Some((key, value));
                 }
             } else {
-                let [key, value] = (*raw.table)[i];
+                let [key, value] = (*ar_pairs(self.hash))[i];
                 // `ar_clear_entry` leaves Qundef where a pair was deleted.
                 if key != rb_sys::Qundef as VALUE {
                     return Some((key, value));

@@ -225,9 +225,10 @@ pub fn init() {
     // In the main Ractor, at load time: before any parse, and once.
     let key = unsafe { rb_sys::rb_ractor_local_storage_ptr_newkey(&STORAGE_TYPE) };
     STORAGE_KEY.store(key, std::sync::atomic::Ordering::Release);
-    // Its first call makes a Hash: here, rather than in a parse that a parse in another
-    // Ractor could wait on (a GC would then wait for the waiting one).
+    // Their first calls make Hashes: here, rather than in a parse or generate that one in
+    // another Ractor could wait on (a GC would then wait for the waiting one).
     fresh_hash::available();
+    crate::helpers::hash_layout::walkable();
 }
 
 /// What a parser instance asked for, beyond what the walk itself needs.
