@@ -41,10 +41,10 @@ const EMBEDDED_TABLES: bool =
 /// Where Ruby 3.3's embedded table starts: after `struct RHash` (flags, klass, ifnone).
 const EMBEDDED_TABLE_OFFSET: usize = 3 * std::mem::size_of::<VALUE>();
 
-/// Ruby 3.3's `ar_table`: the hints, then the pairs.
+/// Ruby 3.3's `ar_table`: the hints (not read here; they place the pairs), then the pairs.
 #[repr(C)]
 struct EmbeddedAr {
-    hints: [u8; MAX_PAIRS],
+    _hints: [u8; MAX_PAIRS],
     pairs: [[VALUE; 2]; MAX_PAIRS],
 }
 
@@ -185,21 +185,25 @@ pub fn walkable() -> bool {
     })
 }
 
+/// The Fixnum `i`, for the layout checks' Hashes (no allocation, nothing to keep alive).
+fn fixnum(i: usize) -> VALUE {
+    ((i as VALUE) << 1) | 1
+}
+
 /// Whether Ruby 3.3's embedded tables hold what Ruby put in them, read only where no
-/// pointer has to be followed (the ar pairs and hints, and the st_table's counts), so
-/// that [`pairs_read_back`] walks only tables found where they were expected.
+/// pointer has to be followed (the ar pairs, and the st_table's counts), so that
+/// [`pairs_read_back`] walks only tables found where they were expected.
 unsafe fn embedded_layout_matches() -> bool {
-    let fixnum = |i: usize| ((i as VALUE) << 1) | 1;
     let ar = rb_sys::rb_hash_new();
     for i in 0..2 {
         rb_sys::rb_hash_aset(ar, fixnum(i), fixnum(10 + i));
     }
     let flags = (*(ar as *const rb_sys::RBasic)).flags;
-    let table = &*((ar as usize + EMBEDDED_TABLE_OFFSET) as *const EmbeddedAr);
+    let pairs = &*ar_pairs(ar);
     let ar_ok = flags & ST_TABLE_FLAG == 0
         && (flags & SIZE_AND_BOUND_MASK) >> SIZE_SHIFT == 0x22
-        && table.pairs[0] == [fixnum(0), fixnum(10)]
-        && table.pairs[1] == [fixnum(1), fixnum(11)];
+        && pairs[0] == [fixnum(0), fixnum(10)]
+        && pairs[1] == [fixnum(1), fixnum(11)];
     let pairs = MAX_PAIRS + 3;
     let st = rb_sys::rb_hash_new();
     for i in 0..pairs {
@@ -292,7 +296,6 @@ unsafe fn pairs_read_back() -> bool {
         (*(arg as *mut Vec<(VALUE, VALUE)>)).push((key, value));
         rb_sys::st_retval::ST_CONTINUE as _
     }
-    let fixnum = |i: usize| ((i as VALUE) << 1) | 1;
     [3, MAX_PAIRS + 4].into_iter().all(|size| {
         let hash = rb_sys::rb_hash_new();
         for i in 0..size {
