@@ -81,9 +81,15 @@ pub fn plain_chunked(ruby: &Ruby, response: Value) -> bool {
     {
         return false;
     }
-    // `values.join(', ')`, then the stdlib's regexp.
-    let mut field = Vec::new();
+    // `values.join(', ')`, then the stdlib's regexp. One value (the usual case) is
+    // matched where it is, without the copy.
     let len = unsafe { rb_sys::RARRAY_LEN(values) };
+    if len == 1 {
+        let value = unsafe { Value::from_raw(rb_sys::rb_ary_entry(values, 0)) };
+        return exact_ascii_string(value)
+            .is_some_and(|string| mentions_chunked(unsafe { string.as_slice() }));
+    }
+    let mut field = Vec::new();
     for i in 0..len {
         let value = unsafe { Value::from_raw(rb_sys::rb_ary_entry(values, i)) };
         let Some(string) = exact_ascii_string(value) else {
