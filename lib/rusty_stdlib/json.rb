@@ -42,11 +42,11 @@ module RustyStdlib
     # (Not json/ext: json.rb requires it before it is done itself.)
     FEATURES = %w[json].freeze
     # json gem versions whose parser spec/json proves we match (Ruby 3.1 ships 2.6.1,
-    # Ruby 3.3 Debian's ruby-json 2.9.1).
-    PROVEN_VERSIONS = %w[2.6.1 2.9.1].freeze
+    # Debian's ruby-json package 2.6.3 for it (rake spec:json_package), Ruby 3.3 2.9.1).
+    PROVEN_VERSIONS = %w[2.6.1 2.6.3 2.9.1].freeze
     # json gem versions whose generator spec/json/generator_spec.rb proves we match
     # (2.9.1's State API and differences: ext/rusty_stdlib/src/json/generator/state_v2_9.rs).
-    GENERATOR_PROVEN_VERSIONS = %w[2.6.1 2.9.1].freeze
+    GENERATOR_PROVEN_VERSIONS = %w[2.6.1 2.6.3 2.9.1].freeze
 
     @generator_installed = false
 

@@ -16,6 +16,10 @@ pub enum Dialect {
     /// json 2.6 (Ruby 3.1): messages start with the C source line ("859: ..."), the
     /// excerpt runs to the end of the source, binary sources are re-tagged in place.
     V2_6,
+    /// json 2.6.3 (Debian's ruby-json package, which Ruby 3.1 loads instead of its own
+    /// 2.6.1 once installed): 2.6.1's Ruby files and parser, but messages without the
+    /// C source line.
+    V2_6_3,
     /// json 2.9 (Ruby 3.3): no line number, excerpts cut at 32 bytes, `Parser.parse`,
     /// the `allow_trailing_comma` option and JSON.load's implicit `create_additions`.
     V2_9,
@@ -32,6 +36,7 @@ impl Dialect {
         match LOADED.load(Ordering::Relaxed) {
             1 => return Ok(Dialect::V2_6),
             2 => return Ok(Dialect::V2_9),
+            3 => return Ok(Dialect::V2_6_3),
             _ => {}
         }
         let json: RModule = ruby.class_object().const_get("JSON")?;
@@ -40,6 +45,7 @@ impl Dialect {
         let code = match dialect {
             Dialect::V2_6 => 1,
             Dialect::V2_9 => 2,
+            Dialect::V2_6_3 => 3,
         };
         LOADED.store(code, Ordering::Relaxed);
         Ok(dialect)
@@ -49,21 +55,29 @@ impl Dialect {
     /// until the generator's State methods were defined (which looks it up).
     #[inline(always)]
     pub fn current() -> Dialect {
-        if LOADED.load(Ordering::Relaxed) == 2 {
-            Dialect::V2_9
-        } else {
-            Dialect::V2_6
+        match LOADED.load(Ordering::Relaxed) {
+            2 => Dialect::V2_9,
+            3 => Dialect::V2_6_3,
+            _ => Dialect::V2_6,
         }
     }
 
     fn for_version(version: &str) -> Dialect {
         let mut parts = version.split('.').map(|p| p.parse::<u32>().unwrap_or(0));
         let (major, minor) = (parts.next().unwrap_or(0), parts.next().unwrap_or(0));
+        let patch = parts.next().unwrap_or(0);
         if (major, minor) >= (2, 7) {
             Dialect::V2_9
+        } else if (major, minor, patch) >= (2, 6, 3) {
+            Dialect::V2_6_3
         } else {
             Dialect::V2_6
         }
+    }
+
+    /// json 2.6's parser and Ruby files (2.6.1 or 2.6.3), as opposed to 2.9's.
+    fn is_v2_6(self) -> bool {
+        self != Dialect::V2_9
     }
 
     /// Whether messages start with the C line number (`"859: unexpected token ..."`).
@@ -74,25 +88,27 @@ impl Dialect {
     /// The most bytes of the source a message quotes (2.9's PARSE_ERROR_FRAGMENT_LEN,
     /// cut with no regard for UTF-8 characters).
     pub fn fragment_limit(self) -> usize {
-        match self {
-            Dialect::V2_6 => usize::MAX,
-            Dialect::V2_9 => 32,
+        if self.is_v2_6() {
+            usize::MAX
+        } else {
+            32
         }
     }
 
     /// Where the excerpt for a rejected `Infinity` starts, given where the literal
     /// starts. 2.6's C code quotes from one byte before it (nothing at offset 0).
     pub fn infinity_excerpt(self, literal: usize) -> Option<usize> {
-        match self {
-            Dialect::V2_6 => literal.checked_sub(1),
-            Dialect::V2_9 => Some(literal),
+        if self.is_v2_6() {
+            literal.checked_sub(1)
+        } else {
+            Some(literal)
         }
     }
 
     /// Whether a binary source is re-tagged UTF-8 in place when it is not frozen (2.6)
     /// rather than always on a copy (2.9).
     pub fn retags_binary_in_place(self) -> bool {
-        self == Dialect::V2_6
+        self.is_v2_6()
     }
 
     /// Whether a non-UTF-8 source is converted with `String#encode` (2.9, raises on
@@ -115,7 +131,7 @@ impl Dialect {
     /// checks depths on either side of both against the gem).
     pub fn c_stack_millibytes_per_level(self) -> usize {
         match self {
-            Dialect::V2_6 => 143_910,
+            Dialect::V2_6 | Dialect::V2_6_3 => 143_910,
             Dialect::V2_9 => 160_110,
         }
     }

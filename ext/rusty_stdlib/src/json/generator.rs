@@ -1495,7 +1495,7 @@ fn define_state_methods(ruby: &Ruby) -> Result<&'static str, Error> {
 
 fn dialect_name(dialect: Dialect) -> &'static str {
     match dialect {
-        Dialect::V2_6 => "2.6",
+        Dialect::V2_6 | Dialect::V2_6_3 => "2.6",
         Dialect::V2_9 => "2.9",
     }
 }
