@@ -10,44 +10,47 @@ use std::sync::atomic::{AtomicU8, Ordering};
 
 use magnus::{prelude::*, Error, RModule, RString, Ruby};
 
-/// The parser behaviour of one json gem version.
+/// The parser behaviour of one json gem version. The discriminants are what [`LOADED`]
+/// stores (0 there: not looked up yet).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
 pub enum Dialect {
     /// json 2.6 (Ruby 3.1): messages start with the C source line ("859: ..."), the
     /// excerpt runs to the end of the source, binary sources are re-tagged in place.
-    V2_6,
+    V2_6 = 1,
     /// json 2.6.3 (Debian's ruby-json package, which Ruby 3.1 loads instead of its own
     /// 2.6.1 once installed): 2.6.1's Ruby files and parser, but messages without the
     /// C source line.
-    V2_6_3,
+    V2_6_3 = 2,
     /// json 2.9 (Ruby 3.3): no line number, excerpts cut at 32 bytes, `Parser.parse`,
     /// the `allow_trailing_comma` option and JSON.load's implicit `create_additions`.
-    V2_9,
+    V2_9 = 3,
 }
 
-/// 0 until looked up, then 1 + the Dialect's index.
+/// 0 until looked up, then the Dialect's discriminant.
 static LOADED: AtomicU8 = AtomicU8::new(0);
 
 impl Dialect {
+    /// The Dialect whose discriminant [`LOADED`] holds, if one was stored.
+    #[inline(always)]
+    fn stored() -> Option<Dialect> {
+        let code = LOADED.load(Ordering::Relaxed);
+        [Dialect::V2_6, Dialect::V2_6_3, Dialect::V2_9]
+            .into_iter()
+            .find(|&dialect| dialect as u8 == code)
+    }
+
     /// The dialect of the json gem this process loaded (`JSON::VERSION`, read once:
     /// a process loads one json gem). Versions before 2.7 are 2.6's; the shim only
     /// installs our parser on versions spec/json proves.
     pub fn loaded(ruby: &Ruby) -> Result<Dialect, Error> {
-        match LOADED.load(Ordering::Relaxed) {
-            1 => return Ok(Dialect::V2_6),
-            2 => return Ok(Dialect::V2_9),
-            3 => return Ok(Dialect::V2_6_3),
-            _ => {}
+        if let Some(dialect) = Self::stored() {
+            return Ok(dialect);
         }
         let json: RModule = ruby.class_object().const_get("JSON")?;
         let version: RString = json.const_get("VERSION")?;
         let dialect = Self::for_version(&version.to_string()?);
-        let code = match dialect {
-            Dialect::V2_6 => 1,
-            Dialect::V2_9 => 2,
-            Dialect::V2_6_3 => 3,
-        };
-        LOADED.store(code, Ordering::Relaxed);
+        LOADED.store(dialect as u8, Ordering::Relaxed);
         Ok(dialect)
     }
 
@@ -55,11 +58,7 @@ impl Dialect {
     /// until the generator's State methods were defined (which looks it up).
     #[inline(always)]
     pub fn current() -> Dialect {
-        match LOADED.load(Ordering::Relaxed) {
-            2 => Dialect::V2_9,
-            3 => Dialect::V2_6_3,
-            _ => Dialect::V2_6,
-        }
+        Self::stored().unwrap_or(Dialect::V2_6)
     }
 
     fn for_version(version: &str) -> Dialect {
