@@ -50,6 +50,10 @@ module RustyStdlib
       chunked_body: { "Net::HTTP::VERSION" => %w[0.2.0 0.4.1] },
     }.freeze
 
+    # net-protocol versions whose Net::BufferedIO#rbuf_consume the native side repeats
+    # in place (`@rbuf = ''.b` or `@rbuf.slice!(0, len)`; 0.2 keeps an offset instead).
+    IN_PLACE_CONSUME = %w[0.1.2].freeze
+
     # The Ractor rusty_stdlib was loaded in. The native codec runs only there; in other
     # Ractors the response, request and body pieces hand every call to the stdlib's
     # method, which works there, or fails, as it does without us (Ruby 3.3's net-http
@@ -99,38 +103,51 @@ module RustyStdlib
       # A socket whose only line is one already read, for handing it to the stdlib.
       OneLine = Struct.new(:readline)
 
+      # What Native.read_new returns for a response it made but whose fields are left
+      # to each_response_header.
+      Unfinished = Struct.new(:response)
+
       # The stdlib's read_new. When the status line is in Net::BufferedIO's buffer (no
       # debug output logs it; the buffer is filled as readline would) and matches, it is
       # parsed there; when the whole head is too and the response's add_field,
       # set_field and append_field_value are Net::HTTPHeader's (checked natively), the
       # fields go into the new response's header Hash natively, as those methods would
       # put them, and status line and head are consumed at once. Otherwise each step
-      # is the stdlib's.
+      # is the stdlib's. Native.read_new takes the usual case (all of it already in the
+      # buffer, on Ruby 3.1) in one call; the steps below are the same ones.
       def read_new(sock) # :nodoc:
         return __rusty_stdlib_stdlib_read_new(sock) unless NetHttp.native_here?
 
-        if ResponseHead.buffered_io?(sock) && ResponseHead.readers_ours?(self)
-          # Filled until it holds a line, as readline's readuntil does (with its errors).
-          sock.__send__(:rbuf_fill) while (status = Native.buffered_status_line(sock)) == false
-        end
-        if status
-          # The stdlib has read the status line before it makes the response: a class
-          # whose initialize raises (or throws) finds it consumed.
-          made = false
-          begin
-            res = response_class(status[1]).new(status[0], status[1], status[2])
-            made = true
-          ensure
-            sock.__send__(:rbuf_consume, status[3]) unless made
-          end
-          if (consumed = Native.read_head_fields(sock, res, status[3], Net::HTTPHeader))
-            sock.__send__(:rbuf_consume, consumed)
-            return res
-          end
-          sock.__send__(:rbuf_consume, status[3])
+        res = Native.read_new(self, sock, Net::HTTPHeader, Unfinished)
+        return res if res && !(Unfinished === res)
+
+        if res
+          # Made natively, its status line consumed.
+          res = res.response
         else
-          httpv, code, msg = read_status_line(sock)
-          res = response_class(code).new(httpv, code, msg)
+          if ResponseHead.buffered_io?(sock) && ResponseHead.readers_ours?(self)
+            # Filled until it holds a line, as readline's readuntil does (with its errors).
+            sock.__send__(:rbuf_fill) while (status = Native.buffered_status_line(sock)) == false
+          end
+          if status
+            # The stdlib has read the status line before it makes the response: a class
+            # whose initialize raises (or throws) finds it consumed.
+            made = false
+            begin
+              res = response_class(status[1]).new(status[0], status[1], status[2])
+              made = true
+            ensure
+              sock.__send__(:rbuf_consume, status[3]) unless made
+            end
+            if (consumed = Native.read_head_fields(sock, res, status[3], Net::HTTPHeader))
+              sock.__send__(:rbuf_consume, consumed)
+              return res
+            end
+            sock.__send__(:rbuf_consume, status[3])
+          else
+            httpv, code, msg = read_status_line(sock)
+            res = response_class(code).new(httpv, code, msg)
+          end
         end
         # The call sits where the stdlib's does, column and all: error_highlight quotes
         # the line in a NoMethodError's message (e.g. for a private add_field).
@@ -464,6 +481,13 @@ module RustyStdlib
         end
         Native.remember_stock(Net::HTTPResponse, body.keys) if body_stock
         Native.remember_stock(Net::HTTPResponse.singleton_class, ResponseHead::READERS) if @pieces.key?(:response_head)
+        # The native side consumes Net::BufferedIO's buffer in place, as rbuf_consume
+        # does, while rbuf_consume is net-protocol's own of a version proven here.
+        consume = Net::BufferedIO.instance_method(:rbuf_consume)
+        if IN_PLACE_CONSUME.include?(Net::Protocol::VERSION) && consume.owner == Net::BufferedIO &&
+           consume.source_location&.first.to_s.end_with?("/net/protocol.rb")
+          Native.remember_stock(Net::BufferedIO, [:rbuf_consume])
+        end
       end
 
       def watch_requires

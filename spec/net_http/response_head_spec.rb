@@ -245,6 +245,34 @@ RSpec.describe "Net::HTTPResponse head parsing (RustyStdlib::NetHttp :response_h
     expect(stock).to be < refined
   end
 
+  it "consumes the buffer through an rbuf_consume that is not net-protocol's own (fresh process)" do
+    # The native side consumes in place only while Net::BufferedIO#rbuf_consume is the
+    # stock one: once a module wraps it, every byte of head and body goes through it.
+    script = <<~'RUBY'
+      require "rusty_stdlib"; require "net/http"; require "stringio"
+      text = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nA: 1\r\n\r\n3\r\nabc\r\n0\r\n\r\n".b
+      read = lambda do
+        io = Net::BufferedIO.new(StringIO.new(text))
+        res = Net::HTTPResponse.read_new(io)
+        res.reading_body(io, true) {}
+        [res.to_hash, res.body, io.instance_variable_get(:@rbuf)]
+      end
+      plain = read.call
+      $consumed = 0
+      Net::BufferedIO.prepend(Module.new { def rbuf_consume(len) = super.tap { $consumed += len } })
+      wrapped = [RustyStdlib::NetHttp.stdlib { read.call }, $consumed]
+      $consumed = 0
+      print Marshal.dump([plain, wrapped, read.call, $consumed, text.bytesize])
+    RUBY
+    out = IO.popen([RbConfig.ruby, "-W0", "-I", File.expand_path("../../lib", __dir__), "-e", script], &:read)
+    expect($?).to be_success
+    plain, (stdlib, stdlib_consumed), ours, ours_consumed, size = Marshal.load(out) # rubocop:disable Security/MarshalLoad -- our own child's output
+    expect(ours).to eq(stdlib)
+    expect(plain).to eq(stdlib)
+    expect(stdlib_consumed).to eq(size)
+    expect(ours_consumed).to eq(size)
+  end
+
   it "leaves the status line consumed when the response class's initialize raises or throws" do
     failing = [
       Class.new(Net::HTTPOK) { def initialize(*) = raise(ArgumentError, "no response") },

@@ -6,13 +6,10 @@
 //! to read (which the shim reads with `chunk_data_io.read`), the negative ones are
 //! below.
 
-use std::sync::OnceLock;
-
 use magnus::{rb_sys::AsRawValue, value::ReprValue, Error, RString, Ruby, Value};
 use rusty_core::net_http::chunked::{self, Phase};
 
-use super::buffer::read_buffer;
-use super::ids::id;
+use super::buffer::{rbuf_consume, read_buffer};
 use super::strings::{ascii_compatible, binary_index, encindex, exact_string};
 
 const SIZE: i64 = -1;
@@ -93,17 +90,6 @@ pub fn chunked_scan(ruby: &Ruby, sock: Value, dest: Value, phase: Value) -> Resu
     }
     Ok(ruby.integer_from_i64(phase_code(state)).as_value())
 }
-
-/// `sock.rbuf_consume(taken)`: the stdlib's own method, which also logs to
-/// set_debug_output (called with an ID interned once, not a name to intern per call).
-fn rbuf_consume(ruby: &Ruby, sock: Value, taken: usize) -> Result<(), Error> {
-    let taken = ruby.integer_from_u64(taken as u64).as_raw();
-    let name = id(&ID_RBUF_CONSUME, c"rbuf_consume");
-    magnus::rb_sys::protect(|| unsafe { rb_sys::rb_funcallv(sock.as_raw(), name, 1, &taken) })?;
-    Ok(())
-}
-
-static ID_RBUF_CONSUME: OnceLock<rb_sys::ID> = OnceLock::new();
 
 /// The scan with every chunk's data appended in one go: `dest` grown once to its final
 /// size and the data copied in. Only when that leaves `dest`'s encoding as the appends

@@ -11,6 +11,7 @@ mod body;
 mod buffer;
 mod chunked;
 mod form;
+mod head;
 mod header;
 mod ids;
 mod keys;
@@ -47,6 +48,7 @@ pub fn init(ruby: &Ruby, root: RModule) -> Result<(), Error> {
     )?;
     native.define_singleton_method("header_block", function!(buffer::header_block, 1))?;
     native.define_singleton_method("read_head_fields", function!(buffer::read_head_fields, 4))?;
+    native.define_singleton_method("read_new", function!(head::read_new, 4))?;
     native.define_singleton_method("chunked_scan", function!(chunked::chunked_scan, 3))?;
     native.define_singleton_method("remember_stock", function!(methods::remember, 2))?;
     native.define_singleton_method("stock?", function!(methods::stock_query, 2))?;
