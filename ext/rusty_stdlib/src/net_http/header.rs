@@ -208,22 +208,6 @@ unsafe extern "C" fn header_size(
     rb_sys::rb_funcallv(header, size, 0, std::ptr::null())
 }
 
-/// Clears the flag `arg` points at (and stops) at a value that is not an exact Array.
-unsafe extern "C" fn check_array(
-    _name: rb_sys::VALUE,
-    values: rb_sys::VALUE,
-    arg: rb_sys::VALUE,
-) -> std::os::raw::c_int {
-    let (all_arrays, array_class) = &mut *(arg as *mut (bool, rb_sys::VALUE));
-    if rb_sys::RB_TYPE_P(values, rb_sys::ruby_value_type::RUBY_T_ARRAY)
-        && Value::from_raw(values).class().as_raw() == *array_class
-    {
-        return rb_sys::st_retval::ST_CONTINUE as _;
-    }
-    *all_arrays = false;
-    rb_sys::st_retval::ST_STOP as _
-}
-
 /// `Net::HTTPHeader#each_capitalized`: the stdlib's loop over an exact Hash `@header`
 /// whose values are all exact Arrays (as `add_field`/`[]=` leave them), with
 /// `capitalize` called as a method (so a subclass's own still applies) and each pair
@@ -255,16 +239,17 @@ pub fn each_capitalized(ruby: &Ruby, rb_self: Value) -> Result<Value, Error> {
         })
         .map(|enumerator| unsafe { Value::from_raw(enumerator) });
     }
-    let mut check = (true, ruby.class_array().as_raw());
-    // SAFETY: check_array runs no Ruby code.
-    unsafe {
-        crate::helpers::hash::foreach_quiet(
-            hash.as_raw(),
-            check_array,
-            &mut check as *mut (bool, rb_sys::VALUE) as rb_sys::VALUE,
-        )
+    // Every value an exact Array (read from the table itself where the helper can).
+    let array_class = ruby.class_array().as_raw();
+    // SAFETY: the check runs no Ruby code and raises nothing.
+    let all_arrays = unsafe {
+        crate::helpers::hash::each_pair_quiet(hash.as_raw(), |_, values| {
+            let exact = rb_sys::RB_TYPE_P(values, rb_sys::ruby_value_type::RUBY_T_ARRAY)
+                && class_of(values) == array_class;
+            exact.then_some(()).ok_or(())
+        })
     };
-    if !check.0 {
+    if all_arrays.is_err() {
         return STDLIB_EACH_CAPITALIZED.call(rb_self, &[]);
     }
     let walk = Walk {
