@@ -16,7 +16,8 @@ module Fuzz
 
   # Net::HTTPResponse.read_new + reading_body over damaged responses (status lines, folded
   # and malformed headers, chunked and Content-Length bodies, 1xx), handed out by the
-  # socket in random pieces: status, headers, body and each_capitalized, or the error.
+  # socket in random pieces: status, headers, body, each_capitalized and what is left
+  # unread, or the error.
   class NetHttpResponse < Target
     include NetHttpSides
 
@@ -46,8 +47,10 @@ module Fuzz
         io = Net::BufferedIO.new(ChunkedIO.new(bytes, pieces))
         res = Net::HTTPResponse.read_new(io)
         res.reading_body(io, !head) {}
+        # What is left unread: where each side stopped consuming the socket's buffer.
+        rest = io.read_all
         deep([res.class.name, res.code, res.message, res.http_version, res.to_hash.to_a.flatten,
-              res.body.to_s, res.each_capitalized.to_a.flatten])
+              res.body.to_s, res.each_capitalized.to_a.flatten, rest])
       end
     end
   end
