@@ -108,46 +108,25 @@ module RustyStdlib
       Unfinished = Struct.new(:response)
 
       # The stdlib's read_new. When the status line is in Net::BufferedIO's buffer (no
-      # debug output logs it; the buffer is filled as readline would) and matches, it is
-      # parsed there; when the whole head is too and the response's add_field,
-      # set_field and append_field_value are Net::HTTPHeader's (checked natively), the
-      # fields go into the new response's header Hash natively, as those methods would
-      # put them, and status line and head are consumed at once. Otherwise each step
-      # is the stdlib's. Native.read_new takes the usual case (all of it already in the
-      # buffer, on Ruby 3.1) in one call; the steps below are the same ones.
+      # debug output logs it; the buffer is filled as readline would) and matches, and
+      # `self` reaches our READERS, Native.read_new parses it there and makes the
+      # response; when the whole head is in the buffer too and the response's
+      # add_field, set_field and append_field_value are Net::HTTPHeader's, the fields
+      # go into the new response's header Hash natively, as those methods would put
+      # them, and status line and head are consumed at once. Otherwise each step is
+      # the stdlib's.
       def read_new(sock) # :nodoc:
         return __rusty_stdlib_stdlib_read_new(sock) unless NetHttp.native_here?
 
-        res = Native.read_new(self, sock, Net::HTTPHeader, Unfinished)
+        res = Native.read_new(self, sock, Net::HTTPHeader, Unfinished, ResponseHead)
         return res if res && !(Unfinished === res)
 
         if res
           # Made natively, its status line consumed.
           res = res.response
         else
-          if ResponseHead.buffered_io?(sock) && ResponseHead.readers_ours?(self)
-            # Filled until it holds a line, as readline's readuntil does (with its errors).
-            sock.__send__(:rbuf_fill) while (status = Native.buffered_status_line(sock)) == false
-          end
-          if status
-            # The stdlib has read the status line before it makes the response: a class
-            # whose initialize raises (or throws) finds it consumed.
-            made = false
-            begin
-              res = response_class(status[1]).new(status[0], status[1], status[2])
-              made = true
-            ensure
-              sock.__send__(:rbuf_consume, status[3]) unless made
-            end
-            if (consumed = Native.read_head_fields(sock, res, status[3], Net::HTTPHeader))
-              sock.__send__(:rbuf_consume, consumed)
-              return res
-            end
-            sock.__send__(:rbuf_consume, status[3])
-          else
-            httpv, code, msg = read_status_line(sock)
-            res = response_class(code).new(httpv, code, msg)
-          end
+          httpv, code, msg = read_status_line(sock)
+          res = response_class(code).new(httpv, code, msg)
         end
         # The call sits where the stdlib's does, column and all: error_highlight quotes
         # the line in a NoMethodError's message (e.g. for a private add_field).
@@ -188,11 +167,9 @@ module RustyStdlib
       READERS = %i[read_status_line each_response_header].freeze
 
       # Whether `klass` (Net::HTTPResponse, or a subclass read_new was called on) reaches
-      # our READERS: natively where this Ruby can tell, else by asking for the methods.
+      # our READERS, by asking for the methods: what Native.read_new calls where method
+      # entries cannot tell (Ruby 3.3).
       def self.readers_ours?(klass)
-        known = Native.stock?(klass, READERS)
-        return known unless known.nil?
-
         READERS.all? { |name| NetHttp.ours?(klass, name) }
       end
 

@@ -191,23 +191,6 @@ pub fn buffered_status(ruby: &Ruby, sock: Value) -> Result<BufferedStatus, magnu
     Ok(BufferedStatus::Line(captures, newline + 1))
 }
 
-/// `read_status_line`'s `[httpv, code, msg]` plus the bytes the line takes, for a
-/// status line already in `sock`'s buffer (no debug output, so consuming it later is
-/// unobservable) that the stdlib's regexp matches; nil otherwise (the shim then reads
-/// it the stdlib's way, errors included); false when the buffer holds no "\n" yet
-/// (the shim fills it, as `readuntil` would, and asks again). Nothing is consumed here.
-pub fn buffered_status_line(ruby: &Ruby, sock: Value) -> Result<Value, magnus::Error> {
-    Ok(match buffered_status(ruby, sock)? {
-        BufferedStatus::Unbuffered | BufferedStatus::NoMatch => ruby.qnil().as_value(),
-        BufferedStatus::NoLine => ruby.qfalse().as_value(),
-        BufferedStatus::Line([version, code, message], consumed) => {
-            let consumed = ruby.integer_from_u64(consumed as u64).as_value();
-            ruby.ary_new_from_values(&[version, code, message, consumed])
-                .as_value()
-        }
-    })
-}
-
 /// `[consumed, name, value, read_to, name, value, read_to, …]`: the header fields
 /// `each_response_header` would yield, each with how many bytes the stdlib has read when
 /// it yields the field, when the whole head is in the buffer and the stdlib would read

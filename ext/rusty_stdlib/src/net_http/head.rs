@@ -1,9 +1,8 @@
 //! `Net::HTTPResponse.read_new`'s usual case in one call: status line and head already
-//! in Net::BufferedIO's read buffer (after filling it as readline would). The shim's
-//! Ruby steps for it (buffered_status_line, the response made in a begin/ensure,
-//! read_head_fields, rbuf_consume) are done here in the same order, calling the same
-//! Ruby code (`rbuf_fill`, `response_class`, `new`, `rbuf_consume`): callgrind on
-//! Ruby 3.1, the bench's response-parse op, read_new 33,900 -> 30,200 instructions.
+//! in Net::BufferedIO's read buffer (after filling it as readline would), taken in the
+//! stdlib's order with its own Ruby calls (`rbuf_fill`, `response_class`, `new`,
+//! `rbuf_consume`). Callgrind on Ruby 3.1, the bench's response-parse op: read_new
+//! 33,900 -> 30,200 instructions against the shim's Ruby steps it replaced.
 
 use std::sync::OnceLock;
 
@@ -22,6 +21,7 @@ static ID_EACH_RESPONSE_HEADER: OnceLock<rb_sys::ID> = OnceLock::new();
 static ID_RESPONSE_CLASS: OnceLock<rb_sys::ID> = OnceLock::new();
 static ID_NEW: OnceLock<rb_sys::ID> = OnceLock::new();
 static ID_RBUF_FILL: OnceLock<rb_sys::ID> = OnceLock::new();
+static ID_READERS_OURS: OnceLock<rb_sys::ID> = OnceLock::new();
 
 /// `sock.rbuf_fill`: the stdlib's own read into the buffer (timeouts, EOFError).
 fn rbuf_fill(sock: Value) -> Result<(), Error> {
@@ -33,11 +33,13 @@ fn rbuf_fill(sock: Value) -> Result<(), Error> {
 }
 
 /// `klass.read_new(sock)` when `klass` (Net::HTTPResponse or a subclass) reaches our
-/// read_status_line and each_response_header (told by method entry, so only where
-/// `methods` can: Ruby 3.1) and `sock` is a plain Net::BufferedIO whose buffer holds
+/// read_status_line and each_response_header (told by method entry where `methods`
+/// can, Ruby 3.1; else by `shim.readers_ours?(klass)`, which asks Ruby) and `sock` is a
+/// plain Net::BufferedIO whose buffer holds
 /// (after filling it with `rbuf_fill` as `readline` would) a status line the stdlib's
 /// regexp matches. Returns:
-/// - nil, with nothing done but that filling, in every other case (the shim then goes step by step);
+/// - nil, with nothing done but that filling, in every other case (the shim then goes
+///   step by step);
 /// - the response, its head read (consumed with `rbuf_consume`) into its fields;
 /// - `unfinished.new(response)` when the response was made (and its status line
 ///   consumed) but the fields are not all in the buffer or go elsewhere than the stock
@@ -51,15 +53,27 @@ pub fn read_new(
     sock: Value,
     field_owner: Value,
     unfinished: RClass,
+    shim: Value,
 ) -> Result<Option<Value>, Error> {
     let readers = [
         id(&ID_READ_STATUS_LINE, c"read_status_line"),
         id(&ID_EACH_RESPONSE_HEADER, c"each_response_header"),
     ];
     let raw = klass.as_raw();
-    if rb_sys::SPECIAL_CONST_P(raw)
-        || methods::stock(crate::helpers::raw::class_of(raw), &readers) != Some(true)
-    {
+    if rb_sys::SPECIAL_CONST_P(raw) {
+        return Ok(None);
+    }
+    let ours = match methods::stock(crate::helpers::raw::class_of(raw), &readers) {
+        Some(stock) => stock,
+        None => {
+            let ask = id(&ID_READERS_OURS, c"readers_ours?");
+            let answer = magnus::rb_sys::protect(|| unsafe {
+                rb_sys::rb_funcallv(shim.as_raw(), ask, 1, &raw)
+            })?;
+            unsafe { Value::from_raw(answer) }.to_bool()
+        }
+    };
+    if !ours {
         return Ok(None);
     }
     // Filled until it holds a line, as readline's readuntil does (with its errors).

@@ -140,22 +140,6 @@ pub fn stock(klass: VALUE, names: &[ID]) -> Option<bool> {
     Some(true)
 }
 
-/// `Native.stock?(receiver, names)`: whether the methods `names` (Symbols) that
-/// `receiver` reaches are the remembered ones; nil where that cannot be told this way
-/// (the shim then asks Ruby).
-pub fn stock_query(receiver: Value, names: RArray) -> Result<Option<bool>, Error> {
-    let raw = receiver.as_raw();
-    if rb_sys::SPECIAL_CONST_P(raw) {
-        return Ok(None);
-    }
-    let mut ids = Vec::with_capacity(names.len());
-    for name in names.into_iter() {
-        let symbol = Symbol::try_convert(name)?;
-        ids.push(unsafe { rb_sys::rb_sym2id(symbol.as_raw()) });
-    }
-    Ok(stock(crate::helpers::raw::class_of(raw), &ids))
-}
-
 /// `Native.remember_stock(probe, names)`: remembers the methods instances of the class
 /// `probe` reach for `names` as the stock ones (the shim checks their owners and source
 /// first). False when this Ruby cannot tell methods apart this way.

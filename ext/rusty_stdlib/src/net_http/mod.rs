@@ -42,16 +42,11 @@ pub fn init(ruby: &Ruby, root: RModule) -> Result<(), Error> {
     native.define_singleton_method("status_line", function!(response::status_line, 1))?;
     native.define_singleton_method("header_line", function!(response::header_line, 1))?;
     native.define_singleton_method("line_end", function!(buffer::line_end, 1))?;
-    native.define_singleton_method(
-        "buffered_status_line",
-        function!(buffer::buffered_status_line, 1),
-    )?;
     native.define_singleton_method("header_block", function!(buffer::header_block, 1))?;
     native.define_singleton_method("read_head_fields", function!(buffer::read_head_fields, 4))?;
-    native.define_singleton_method("read_new", function!(head::read_new, 4))?;
+    native.define_singleton_method("read_new", function!(head::read_new, 5))?;
     native.define_singleton_method("chunked_scan", function!(chunked::chunked_scan, 3))?;
     native.define_singleton_method("remember_stock", function!(methods::remember, 2))?;
-    native.define_singleton_method("stock?", function!(methods::stock_query, 2))?;
     native.define_singleton_method("plain_chunked", function!(body::plain_chunked, 1))?;
     native.define_singleton_method("chunk_size", function!(response::chunk_size, 1))?;
     Ok(())
