@@ -27,6 +27,10 @@ RSpec.configure do |config|
   # same Kernel.rand state, so a failure reproduces on any run.
   config.before { Kernel.srand(20_261_129) }
   config.before { Parity.new_example! }
+  # rake spec:gc_stress names the example a shard was in if CI stops the run.
+  if (trace = ENV.fetch("RUSTY_SPEC_TRACE", nil))
+    config.before { |example| File.write(trace, "#{example.location} #{example.full_description}\n") }
+  end
   config.filter_run_when_matching :focus
   config.expect_with(:rspec) { |c| c.max_formatted_output_length = 2000 }
 end
