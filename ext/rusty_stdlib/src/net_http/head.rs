@@ -35,9 +35,8 @@ fn rbuf_fill(sock: Value) -> Result<(), Error> {
 /// `klass.read_new(sock)` when `klass` (Net::HTTPResponse or a subclass) reaches our
 /// read_status_line and each_response_header (told by method entry where `methods`
 /// can, Ruby 3.1; else by `shim.readers_ours?(klass)`, which asks Ruby) and `sock` is a
-/// plain Net::BufferedIO whose buffer holds
-/// (after filling it with `rbuf_fill` as `readline` would) a status line the stdlib's
-/// regexp matches. Returns:
+/// plain Net::BufferedIO whose buffer holds (after filling it with `rbuf_fill` as
+/// `readline` would) a status line the stdlib's regexp matches. Returns:
 /// - nil, with nothing done but that filling, in every other case (the shim then goes
 ///   step by step);
 /// - the response, its head read (consumed with `rbuf_consume`) into its fields;
