@@ -9,8 +9,14 @@
 module MainStack
   USUAL = 8 * 1024 * 1024
 
-  def self.big?
+  # The soft limit in bytes, nil when there is none.
+  def self.limit
     soft, = Process.getrlimit(:STACK)
-    soft == Process::RLIM_INFINITY || soft > USUAL
+    soft unless soft == Process::RLIM_INFINITY
+  end
+
+  def self.big?
+    bytes = limit
+    bytes.nil? || bytes > USUAL
   end
 end
