@@ -13,7 +13,7 @@ module RustyStdlib
     CLASS_NAMES = %i[MD5 SHA1 SHA256 SHA384 SHA512 RMD160 SHA2].freeze
     # digest gem versions whose behaviour spec/digest proves we match
     # (3.1.0: Ruby 3.1, 3.1.1: Ruby 3.3).
-    PROVEN_VERSIONS = %w[3.1.0 3.1.1].freeze
+    PROVEN_VERSIONS = %w[3.1.0 3.1.1 3.2.0].freeze
 
     @stdlib = {}
 

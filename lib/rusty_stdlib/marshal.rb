@@ -32,8 +32,10 @@ module RustyStdlib
   # stdlib_load / stdlib_restore. Everything here
   # also works inside a Ractor, as the stdlib's Marshal does.
   module Marshal
-    # Ruby ABIs (major.minor) whose Marshal the specs prove we match.
-    PROVEN_RUBIES = %w[3.1 3.3].freeze
+    # Rubies whose Marshal the specs prove we match: a major.minor entry stands for the
+    # whole series, a full version for that release only (3.4.11 changed marshal.c's
+    # checks within the series: short refills, Bignum signs).
+    PROVEN_RUBIES = %w[3.1 3.3 3.4.11].freeze
     # What native_load returns when the stdlib must load the input instead.
     FALLBACK = Object.new.freeze
     # Whether load/restore with a proc try native_load_proc first. Off: before the proc
@@ -52,8 +54,8 @@ module RustyStdlib
     class << self
       def unsupported_reason
         abi = RUBY_VERSION[/\A\d+\.\d+/]
-        unless PROVEN_RUBIES.include?(abi)
-          return "Marshal on Ruby #{abi} is not proven (#{PROVEN_RUBIES.join(', ')} are)"
+        unless PROVEN_RUBIES.include?(abi) || PROVEN_RUBIES.include?(RUBY_VERSION)
+          return "Marshal on Ruby #{RUBY_VERSION} is not proven (#{PROVEN_RUBIES.join(', ')} are)"
         end
         return nil if installed?
 

@@ -43,11 +43,11 @@ module RustyStdlib
   module NetHttp
     # Stdlib versions whose behaviour spec/net_http proves each piece matches.
     PROVEN = {
-      uri_form: { "URI::VERSION" => %w[0.11.0 0.13.2] },
-      header_names: { "Net::HTTP::VERSION" => %w[0.2.0 0.4.1] },
-      response_head: { "Net::HTTP::VERSION" => %w[0.2.0 0.4.1] },
-      request_head: { "Net::HTTP::VERSION" => %w[0.2.0 0.4.1] },
-      chunked_body: { "Net::HTTP::VERSION" => %w[0.2.0 0.4.1] },
+      uri_form: { "URI::VERSION" => %w[0.11.0 0.13.2 1.0.4] },
+      header_names: { "Net::HTTP::VERSION" => %w[0.2.0 0.4.1 0.6.0] },
+      response_head: { "Net::HTTP::VERSION" => %w[0.2.0 0.4.1 0.6.0] },
+      request_head: { "Net::HTTP::VERSION" => %w[0.2.0 0.4.1 0.6.0] },
+      chunked_body: { "Net::HTTP::VERSION" => %w[0.2.0 0.4.1 0.6.0] },
     }.freeze
 
     # net-protocol versions whose Net::BufferedIO#rbuf_consume the native side repeats

@@ -77,7 +77,7 @@ RSpec.describe "Net::HTTP and URI under an app's own patches" do
         end
       end
     PATCH
-      [require("set"), Kernel.require("csv"), LOG, Net::HTTP::Get.new("/").each_capitalized.to_a]
+      [require("set"), Kernel.require("optparse"), LOG, Net::HTTP::Get.new("/").each_capitalized.to_a]
     CODE
   }
 

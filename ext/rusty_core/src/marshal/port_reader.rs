@@ -46,6 +46,17 @@ pub trait Port {
     fn direct_string(&mut self, offset: usize) -> Result<bool, Self::Error>;
 }
 
+/// How MRI's reads differ between the Rubies we match.
+#[derive(Clone, Copy)]
+pub struct Rules {
+    pub bignums: BignumReads,
+    /// A buffer refill (`r_byte1_buffered`) answered with fewer bytes than asked is "too
+    /// short" (Ruby 3.4.11, with its Marshal overflow fixes); before, the bytes were used.
+    pub short_refill_fails: bool,
+    /// A Bignum's sign byte other than `+` or `-` raises at once (Ruby 3.4.11).
+    pub bignum_sign_checked: bool,
+}
+
 /// How MRI reads Bignums on this Ruby.
 #[derive(Clone, Copy)]
 pub enum BignumReads {
@@ -85,7 +96,7 @@ struct Symbol {
 
 struct Reader<'p, P: Port> {
     port: &'p mut P,
-    bignums: BignumReads,
+    rules: Rules,
     /// MRI's `arg->readable`.
     readable: i64,
     /// MRI's `arg->buf[offset..offset + buflen]`.
@@ -136,7 +147,10 @@ impl<P: Port> Reader<'_, P> {
             let n = (self.readable as usize).min(BUFSIZ);
             let bytes = self.read(n)?;
             // An empty or oversized reply is undefined behaviour in MRI: the stdlib's.
-            if bytes.is_empty() || bytes.len() > BUFSIZ {
+            if bytes.is_empty()
+                || bytes.len() > BUFSIZ
+                || (self.rules.short_refill_fails && bytes.len() < n)
+            {
                 return Err(Halt::Stop);
             }
             self.buf = bytes;
@@ -314,12 +328,15 @@ impl<P: Port> Reader<'_, P> {
                 Ok(Kind::KeySafe)
             }
             b'l' => {
-                self.r_byte()?; // the sign
+                let sign = self.r_byte()?;
+                if self.rules.bignum_sign_checked && sign != b'+' && sign != b'-' {
+                    return Err(Halt::Stop); // "invalid Bignum sign"
+                }
                 let len = self.r_long()?;
                 if len < 0 {
                     return Err(Halt::Stop);
                 }
-                match self.bignums {
+                match self.rules.bignums {
                     BignumReads::SmallByByte if len <= 4 => {
                         for _ in 0..len * 2 {
                             self.r_byte()?;
@@ -461,13 +478,10 @@ impl<P: Port> Reader<'_, P> {
 /// Reads one dump (the version bytes and one object) from `port` with MRI's calls. The
 /// bytes it took, or `None` when it stopped where the stdlib must take over (after the
 /// calls made so far); an error the port raised is returned as is.
-pub fn read_object<P: Port>(
-    port: &mut P,
-    bignums: BignumReads,
-) -> Result<Option<Vec<u8>>, P::Error> {
+pub fn read_object<P: Port>(port: &mut P, rules: Rules) -> Result<Option<Vec<u8>>, P::Error> {
     let mut reader = Reader {
         port,
-        bignums,
+        rules,
         readable: 0,
         buf: Vec::new(),
         offset: 0,

@@ -323,6 +323,8 @@ struct MockPort<'a> {
     data: &'a [u8],
     pos: usize,
     calls: Vec<(&'static str, usize)>,
+    /// Answer every `read(n)` of n > 1 with one byte fewer.
+    short_reads: bool,
 }
 
 impl port_reader::Port for MockPort<'_> {
@@ -338,6 +340,7 @@ impl port_reader::Port for MockPort<'_> {
         if self.pos >= self.data.len() {
             return Ok(None);
         }
+        let n = if self.short_reads && n > 1 { n - 1 } else { n };
         let end = (self.pos + n).min(self.data.len());
         let bytes = self.data[self.pos..end].to_vec();
         self.pos = end;
@@ -356,14 +359,61 @@ impl port_reader::Port for MockPort<'_> {
 
 type Calls = Vec<(&'static str, usize)>;
 
+const RUBY_3_1: port_reader::Rules = port_reader::Rules {
+    bignums: port_reader::BignumReads::Bytes,
+    short_refill_fails: false,
+    bignum_sign_checked: false,
+};
+
 fn read_with_calls(data: &[u8]) -> (Option<Vec<u8>>, Calls, usize) {
+    read_with_rules(data, RUBY_3_1, false)
+}
+
+fn read_with_rules(
+    data: &[u8],
+    rules: port_reader::Rules,
+    short_reads: bool,
+) -> (Option<Vec<u8>>, Calls, usize) {
     let mut port = MockPort {
         data,
         pos: 0,
         calls: Vec::new(),
+        short_reads,
     };
-    let got = port_reader::read_object(&mut port, port_reader::BignumReads::Bytes).unwrap();
+    let got = port_reader::read_object(&mut port, rules).unwrap();
     (got, port.calls, port.pos)
+}
+
+#[test]
+fn port_reader_short_refills_stop_only_where_ruby_says_too_short() {
+    // [1, 2, 3]: the first refill asks for 2 bytes and gets 1.
+    let data = dump_of(&[
+        TYPE_ARRAY,
+        8,
+        TYPE_FIXNUM,
+        6,
+        TYPE_FIXNUM,
+        7,
+        TYPE_FIXNUM,
+        8,
+    ]);
+    let (got, calls, _) = read_with_rules(&data, RUBY_3_1, true);
+    assert_eq!(got.as_deref(), Some(&data[..]));
+    assert!(calls.len() > 5);
+    let ruby_3_4_11 = port_reader::Rules {
+        bignums: port_reader::BignumReads::SmallByByte,
+        short_refill_fails: true,
+        bignum_sign_checked: true,
+    };
+    let (got, calls, _) = read_with_rules(&data, ruby_3_4_11, true);
+    assert_eq!(got, None);
+    assert_eq!(calls.last(), Some(&("read", 2)));
+    assert_eq!(calls.len(), 5);
+    // Full answers read the same under both rules.
+    assert_eq!(
+        read_with_rules(&data, ruby_3_4_11, false),
+        read_with_calls(&data)
+    );
 }
 
 #[test]

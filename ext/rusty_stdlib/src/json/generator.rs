@@ -908,12 +908,15 @@ impl Gen<'_> {
                     Some(exception) => exception.funcall("message", ())?,
                     None => return Err(e),
                 };
-                Err(generator_error(
-                    ruby,
-                    self.dialect,
-                    message.to_string()?,
-                    s.as_value(),
-                ))
+                let error = generator_error(ruby, self.dialect, message.to_string()?, s.as_value());
+                // The gem raises from inside its rescue, so the conversion error is the cause.
+                if let (Some(raised), Some(cause)) = (error.value(), e.value()) {
+                    unsafe {
+                        let id = rb_sys::rb_intern(c"cause".as_ptr());
+                        rb_sys::rb_ivar_set(raised.as_raw(), id, cause.as_raw());
+                    }
+                }
+                Err(error)
             }
             Err(e) => Err(e),
         }

@@ -471,15 +471,25 @@ impl<'a> Loader<'a> {
         unsafe { &mut *self.table.links.get() }.push(v);
     }
 
-    /// MRI's `r_leave` for a finished String: with `freeze` (and not inside a record that
-    /// freezes it later), its interned copy.
+    /// The link index the next entered object gets.
     #[inline]
-    fn leave_string(&self, s: VALUE) -> VALUE {
-        if self.freezes_here() {
-            unsafe { rb_sys::rb_str_to_interned_str(s) }
-        } else {
-            s
+    fn next_slot(&self) -> usize {
+        unsafe { &*self.table.links.get() }.len()
+    }
+
+    /// MRI's `r_leave` for a finished String entered at `slot`: with `freeze` (and not
+    /// inside a record that freezes it later), its interned copy. From Ruby 3.4 on, later
+    /// links to it give that copy too (3.1 and 3.3 give the unfrozen String first read).
+    #[inline]
+    fn leave_string(&mut self, s: VALUE, slot: usize) -> VALUE {
+        if !self.freezes_here() {
+            return s;
         }
+        let interned = unsafe { rb_sys::rb_str_to_interned_str(s) };
+        if rb_sys::RUBY_API_VERSION_CODE >= 30400 && interned != s {
+            self.set_entry(slot, interned);
+        }
+        interned
     }
 
     /// MRI's `r_object`, depth-bounded: every nested record passes through here or
@@ -516,6 +526,10 @@ impl<'a> Loader<'a> {
             }
             core::TYPE_BIGNUM => {
                 let sign = self.byte()?;
+                // Ruby 3.4 raises "invalid Bignum sign" for anything else; the stdlib says it.
+                if rb_sys::RUBY_API_VERSION_CODE >= 30400 && sign != b'+' && sign != b'-' {
+                    return Err(Fallback);
+                }
                 let len = self.long()?;
                 if len < 0 {
                     return Err(Fallback);
@@ -538,14 +552,16 @@ impl<'a> Loader<'a> {
                 Ok(v)
             }
             core::TYPE_STRING => {
+                let slot = self.next_slot();
                 let s = self.r_string()?;
-                Ok(self.leave_string(s))
+                Ok(self.leave_string(s, slot))
             }
             core::TYPE_IVAR => match self.byte()? {
                 t if self.proc.is_some() && !proc_load::supported_in_ivar(t) => Err(Fallback),
                 core::TYPE_STRING => {
+                    let slot = self.next_slot();
                     let s = self.r_string_with_ivars(0)?;
-                    Ok(self.leave_string(s))
+                    Ok(self.leave_string(s, slot))
                 }
                 core::TYPE_SYMBOL => self.r_symreal(true),
                 core::TYPE_USERDEF => self.r_userdef(true),

@@ -361,10 +361,15 @@ pub fn load_from(
     }
     let binmode = port_ids().binmode;
     protect(|| unsafe { rb_sys::rb_check_funcall(raw, binmode, 0, std::ptr::null()) })?;
-    let bignums = if rb_sys::RUBY_API_VERSION_CODE >= 30300 {
-        core::port_reader::BignumReads::SmallByByte
-    } else {
-        core::port_reader::BignumReads::Bytes
+    let rules = core::port_reader::Rules {
+        bignums: if rb_sys::RUBY_API_VERSION_CODE >= 30300 {
+            core::port_reader::BignumReads::SmallByByte
+        } else {
+            core::port_reader::BignumReads::Bytes
+        },
+        // Only 3.4.11 of the 3.4 series is proven (lib/rusty_stdlib/marshal.rb).
+        short_refill_fails: rb_sys::RUBY_API_VERSION_CODE >= 30400,
+        bignum_sign_checked: rb_sys::RUBY_API_VERSION_CODE >= 30400,
     };
     let direct = unsafe { rb_sys::rb_ary_new() };
     let mut reader = RubyPort {
@@ -373,7 +378,7 @@ pub fn load_from(
         last_read: rb_sys::Qnil as VALUE,
         direct,
     };
-    let Some(bytes) = core::port_reader::read_object(&mut reader, bignums)? else {
+    let Some(bytes) = core::port_reader::read_object(&mut reader, rules)? else {
         return Ok(fallback);
     };
     // The port's Strings MRI would use must still hold what they held when returned
