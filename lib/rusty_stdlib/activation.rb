@@ -13,9 +13,18 @@ require_relative "version"
 module RustyStdlib
   MODULES = %i[digest json marshal net_http].freeze
   DISABLED_WORDS = %w[off 0 false none no].freeze
+  # Why this Ruby gets no native extension at all (extconf.rb builds none), or nil.
+  NO_EXTENSION_REASON =
+    if RUBY_ENGINE != "ruby"
+      "#{RUBY_ENGINE} has no CRuby C API"
+    elsif RUBY_VERSION < "3.1"
+      "Ruby #{RUBY_VERSION} is older than any the extension supports (3.1)"
+    end
 
   @installed = []
   @status = {}
+  @native = nil
+  @native_error = nil
 
   class << self
     # Modules swapped in, in the order they were installed.
@@ -75,14 +84,17 @@ module RustyStdlib
 
     def refusal(name, mod)
       return "disabled by RUSTY_STDLIB=#{ENV['RUSTY_STDLIB']}" unless enabled?(name)
-      return "native extension unavailable" unless native?
+      return "native extension unavailable (#{@native_error})" unless native?
 
       mod.unsupported_reason
     end
 
     def load_native
-      unless RUBY_ENGINE == "ruby"
-        raise LoadError, "#{RUBY_ENGINE} is not supported (magnus needs CRuby)"
+      # Expected, not a fault: the gem installs without the extension there (extconf.rb).
+      @native_error = NO_EXTENSION_REASON
+      if @native_error
+        warn "rusty_stdlib: #{@native_error}; the stdlib stays in place" if $VERBOSE
+        return false
       end
 
       abi = RUBY_VERSION[/\A\d+\.\d+/]
@@ -93,6 +105,7 @@ module RustyStdlib
       end
       true
     rescue LoadError => e
+      @native_error = e.message
       warn "rusty_stdlib: native extension unavailable (#{e.message}); the stdlib stays in place"
       false
     end

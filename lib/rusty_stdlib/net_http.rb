@@ -59,11 +59,11 @@ module RustyStdlib
     # method, which works there, or fails, as it does without us (Ruby 3.3's net-http
     # writes requests in any Ractor; reading a response fails on a non-shareable
     # constant). The form codec and header names are Ractor-safe (spec/net_http/ractor_spec.rb).
-    MAIN_RACTOR = Ractor.current
+    MAIN_RACTOR = defined?(::Ractor) ? ::Ractor.current : nil
 
     # Whether the native codec may run in the current Ractor.
     def self.native_here?
-      Ractor.current.equal?(MAIN_RACTOR)
+      MAIN_RACTOR.nil? || ::Ractor.current.equal?(MAIN_RACTOR)
     end
 
     # URI's form codec (the stdlib's defaults, passed on to it as given or defaulted).
