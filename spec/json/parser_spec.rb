@@ -399,8 +399,18 @@ RSpec.describe "RustyStdlib::JSON::Parser" do
         end
         expected = run.call(JSONParity::STDLIB)
         actual = with_compaction_on_every_gc { run.call(JSONParity::OURS) }
-        expect(actual).to eq(expected)
+        # MRI's warning_string (error.c) takes the file name as a C pointer into the
+        # caller's path String, then allocates the message: a compaction there moves an
+        # embedded path, and the warning names a stale (often empty) file. Seen on 3.4.11
+        # with "Float 1e400 out of range", which Ruby's strtod raises for both parsers;
+        # so under compaction the warnings are compared from the line number on.
+        expect(without_warning_files(actual)).to eq(without_warning_files(expected))
       end
+    end
+
+    def without_warning_files(observed)
+      observed.warnings = observed.warnings.gsub(/^[^\n]*?(:\d+: warning: )/, "\\1")
+      observed
     end
 
     it "keeps interleaved parses (threads, nested parses in json_create) apart" do
