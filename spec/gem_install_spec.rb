@@ -19,6 +19,9 @@ RSpec.describe "gem build + gem install", :slow do
       out, err, status = Open3.capture3(env, "gem", "install", "--local", "--no-document",
                                         "--install-dir", home, gem_file)
       expect(status.success?).to be(true), out + err
+      gem_dir = Dir[File.join(home, "gems", "rusty_stdlib-*")].first
+      size = Dir[File.join(gem_dir, "**", "*")].sum { |f| File.file?(f) ? File.size(f) : 0 }
+      expect(size).to be < 10 * 1024 * 1024, "the installed gem holds #{size} bytes"
       stray = File.join(RbConfig::CONFIG["sitearchdir"], "rusty_stdlib")
       expect(File.exist?(stray)).to be(false), "gem install wrote outside its GEM_HOME: #{stray}"
 
@@ -31,6 +34,19 @@ RSpec.describe "gem build + gem install", :slow do
       expect(installed).to eq("true")
       expect(so_path).to start_with(home)
       expect(md5).to eq(RustyStdlib::Digest.stdlib(:MD5).hexdigest(""))
+    end
+  end
+
+  # The run above shares the checkout's cargo directory (CARGO_TARGET_DIR) to save a full
+  # build; a user's install has its own, which `make install` removes afterwards.
+  it "builds in a cargo directory of its own unless given one, and removes it on install" do
+    Dir.mktmpdir do |dir|
+      _, err, status = Open3.capture3({ "CARGO_TARGET_DIR" => nil }, RbConfig.ruby,
+                                      File.join(root, "ext", "rusty_stdlib", "extconf.rb"), chdir: dir)
+      expect(status.success?).to be(true), err
+      own = File.join(root, "ext", "rusty_stdlib", "target")
+      install = File.read(File.join(dir, "Makefile"))[/^install:.*?\n\n/m]
+      expect(install.lines.map(&:strip).reject(&:empty?).last).to eq("rm -rf #{own}")
     end
   end
 end
