@@ -5,14 +5,17 @@ require_relative "version"
 # Loads the native extension and swaps stdlib modules in, one module at a time.
 #
 # A module is installed only when all of these hold:
-# - the RUSTY_STDLIB environment variable allows it ("off" disables all,
-#   "digest,json" picks modules; unset means every module);
+# - the RUSTY_STDLIB environment variable allows it (see SELECTION_HELP);
 # - the native extension loads on this Ruby (never on TruffleRuby, for one);
 # - the stdlib it replaces is a version whose parity the specs prove.
 # Otherwise the stdlib stays in place and RustyStdlib.status says why.
 module RustyStdlib
   MODULES = %i[digest json marshal net_http].freeze
   DISABLED_WORDS = %w[off 0 false none no].freeze
+  # Every word RUSTY_STDLIB may hold ("net-http" reads as net_http).
+  KNOWN_WORDS = (MODULES.map(&:to_s) + ["all"] + DISABLED_WORDS).freeze
+  SELECTION_HELP = "RUSTY_STDLIB takes module names (#{MODULES.join(', ')}) or all, separated by " \
+                   "commas or spaces, or one of #{DISABLED_WORDS.join(', ')} for none"
   # Why this Ruby gets no native extension at all (extconf.rb builds none), or nil.
   NO_EXTENSION_REASON =
     if RUBY_ENGINE != "ruby"
@@ -21,55 +24,51 @@ module RustyStdlib
       "Ruby #{RUBY_VERSION} is older than any the extension supports (3.1)"
     end
 
-  @installed = []
+  @activated = [] # in place, or waiting for their library to load (:pending)
   @status = {}
   @native = nil
   @native_error = nil
+  @selection_warned = false
+  @modules_by_name = {}
 
   class << self
-    # Modules swapped in, in the order they were installed.
+    # Modules swapped in now, in the order they were installed.
     def installed
-      @installed.dup
+      @activated.select { |name| status[name] == :installed }
     end
 
-    # Every module's state: :installed, or the reason it was left out.
+    # Every module's state: :installed; :pending when it goes in as soon as the app
+    # requires the library it replaces (json, net/http); or why it was left out.
     def status
-      MODULES.to_h { |name| [name, @status.fetch(name, "not required")] }
+      MODULES.to_h { |name| [name, state(name)] }
     end
 
-    # Whether RUSTY_STDLIB lets `name` be installed.
+    # Whether RUSTY_STDLIB lets `name` be installed. A word it does not know turns every
+    # module off (the safe reading of a typo: the stdlib everywhere), with a warning.
     def enabled?(name, env = ENV["RUSTY_STDLIB"])
-      return true if env.nil? || env.strip.empty?
-
-      words = env.downcase.split(/[\s,]+/).reject(&:empty?)
-      return false if words.any? { |w| DISABLED_WORDS.include?(w) }
+      words = selection_words(env)
+      return true if words.empty?
+      return false if words.any? { |w| DISABLED_WORDS.include?(w) } || !unknown_words(words).empty?
 
       words.include?(name.to_s) || words.include?("all")
     end
 
-    # Installs `mod` (a module with `supported_reason` and `install!`) under `name`,
-    # unless something says no. Returns whether it is installed.
+    # Installs `mod` (a module with `unsupported_reason` and a private `swap_in!`) under
+    # `name`, unless something says no. Returns whether it is installed or pending.
+    # Each module's own `install!` calls it, so that is safe in any state.
     def activate(name, mod)
-      return true if @installed.include?(name)
+      return true if @activated.include?(name)
 
       reason = refusal(name, mod)
       if reason
         @status[name] = reason
         return false
       end
-      mod.install!
-      @installed << name
+      mod.send(:swap_in!)
+      @activated << name
+      @modules_by_name[name] = mod
       @status[name] = :installed
       true
-    end
-
-    # For a module that installs lazily (it said :installed when its library was not
-    # loaded yet, from the version it would load): the library that loaded is not one it
-    # proves, so it stays out, and status says why.
-    def withdraw(name, reason)
-      @installed.delete(name)
-      @status[name] = reason
-      nil
     end
 
     # Whether the native extension is loaded; loads it on first call and warns once
@@ -80,13 +79,56 @@ module RustyStdlib
       @native = load_native
     end
 
+    # Internal: for a module that said :pending (it installs lazily), the library that
+    # loaded is not one it proves, so it stays out; status says why, and -w shows it.
+    def withdraw(name, reason)
+      @activated.delete(name)
+      @status[name] = reason
+      warn "rusty_stdlib: #{name} stays on the stdlib: #{reason}" if $VERBOSE
+      nil
+    end
+
+    # Internal: whether `name` is installed or pending.
+    def activated?(name)
+      @activated.include?(name)
+    end
+
     private
 
+    def state(name)
+      mod = @modules_by_name[name]
+      return :pending if @activated.include?(name) && mod.respond_to?(:pending?) && mod.pending?
+
+      @status.fetch(name, "not required")
+    end
+
+    def selection_words(env)
+      env.to_s.downcase.tr("-", "_").split(/[\s,]+/).reject(&:empty?)
+    end
+
+    def unknown_words(words)
+      words - KNOWN_WORDS
+    end
+
     def refusal(name, mod)
-      return "disabled by RUSTY_STDLIB=#{ENV['RUSTY_STDLIB']}" unless enabled?(name)
+      unless enabled?(name)
+        unknown = unknown_words(selection_words(ENV["RUSTY_STDLIB"]))
+        return "disabled by RUSTY_STDLIB=#{ENV['RUSTY_STDLIB']}" if unknown.empty?
+
+        warn_selection(unknown)
+        return "disabled: RUSTY_STDLIB=#{ENV['RUSTY_STDLIB']} has unknown #{unknown.map(&:inspect).join(', ')}"
+      end
       return "native extension unavailable (#{@native_error})" unless native?
 
       mod.unsupported_reason
+    end
+
+    def warn_selection(unknown)
+      return if @selection_warned
+
+      @selection_warned = true
+      warn "rusty_stdlib: RUSTY_STDLIB=#{ENV['RUSTY_STDLIB']}: unknown #{unknown.map(&:inspect).join(', ')}, " \
+           "so every module keeps the stdlib. #{SELECTION_HELP}."
     end
 
     def load_native
@@ -100,14 +142,29 @@ module RustyStdlib
       abi = RUBY_VERSION[/\A\d+\.\d+/]
       begin
         require "rusty_stdlib/#{abi}/rusty_stdlib"
-      rescue LoadError
+      rescue LoadError => e
+        first = e
         require "rusty_stdlib/rusty_stdlib"
       end
       true
     rescue LoadError => e
-      @native_error = e.message
-      warn "rusty_stdlib: native extension unavailable (#{e.message}); the stdlib stays in place"
+      @native_error = "neither rusty_stdlib/#{abi}/rusty_stdlib nor rusty_stdlib/rusty_stdlib could be " \
+                      "loaded: #{first&.message || e.message}"
+      warn "rusty_stdlib: native extension unavailable (#{@native_error}); the stdlib stays in place. " \
+           "#{build_hint}"
       false
+    end
+
+    # The command that builds the extension where this copy of the gem lives: a source
+    # checkout (a Bundler path: or git: source) builds with rake, an installed gem with
+    # gem pristine.
+    def build_hint
+      root = File.expand_path("../..", __dir__)
+      if File.exist?(File.join(root, "Rakefile")) && File.exist?(File.join(root, "Cargo.toml"))
+        "To build it: cd #{root} && rake compile"
+      else
+        "To build it: gem pristine rusty_stdlib --version #{VERSION}"
+      end
     end
   end
 end

@@ -35,7 +35,15 @@ module RustyStdlib
         end
       end
 
+      # Swaps ours in now, or (json, net_http) once the app requires the library, unless
+      # RustyStdlib.status gives a reason not to. Safe to call in any state; returns
+      # whether ours is installed or pending.
       def install!
+        RustyStdlib.activate(:digest, self)
+      end
+
+      # Called by RustyStdlib.activate once nothing stands in the way.
+      def swap_in!
         load_stdlib
         CLASS_NAMES.each do |name|
           next if @stdlib.key?(name)
@@ -48,6 +56,7 @@ module RustyStdlib
           @stdlib[name] = original
         end
       end
+      private :swap_in!
 
       private
 

@@ -80,7 +80,7 @@ module RustyStdlib
       # about the parser, which the generator needs installed first).
       def generator_status
         return :installed if @generator_installed
-        return "waiting for json to be required" if RustyStdlib.installed.include?(:json) && !loaded?
+        return "waiting for json to be required" if RustyStdlib.activated?(:json) && !loaded?
 
         generator_unsupported_reason || "json is not installed: #{RustyStdlib.status[:json]}"
       end
@@ -89,6 +89,11 @@ module RustyStdlib
       # while it waits for json to be required).
       def installed_now?
         @installed_now == true
+      end
+
+      # Whether ours waits for json to be required (RustyStdlib.status says :pending).
+      def pending?
+        !installed_now?
       end
 
       # The gem's C generator, whether or not ours is installed.
@@ -110,14 +115,23 @@ module RustyStdlib
       end
 
       # Installs ours now if json is loaded, else once it is (RequireWatch).
+      # Swaps ours in now, or (json, net_http) once the app requires the library, unless
+      # RustyStdlib.status gives a reason not to. Safe to call in any state; returns
+      # whether ours is installed or pending.
       def install!
+        RustyStdlib.activate(:json, self)
+      end
+
+      # Called by RustyStdlib.activate once nothing stands in the way.
+      def swap_in!
         loaded? ? install_now : RequireWatch.watch(FEATURES, self)
       end
+      private :swap_in!
 
       # Called by RequireWatch after a require returned (see FEATURES): installs ours once
       # json is loaded, unless the json that loaded is not one we prove.
       def call
-        return if @installed_now || !loaded? || !RustyStdlib.installed.include?(:json)
+        return if @installed_now || !loaded? || !RustyStdlib.activated?(:json)
 
         reason = unsupported_reason
         return RustyStdlib.withdraw(:json, reason) if reason

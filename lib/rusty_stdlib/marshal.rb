@@ -65,9 +65,18 @@ module RustyStdlib
         "Marshal.#{patched.keys.join('/')} already redefined (not the stdlib's own); left as it is"
       end
 
+      # Swaps ours in now, or (json, net_http) once the app requires the library, unless
+      # RustyStdlib.status gives a reason not to. Safe to call in any state; returns
+      # whether ours is installed or pending.
       def install!
+        RustyStdlib.activate(:marshal, self)
+      end
+
+      # Called by RustyStdlib.activate once nothing stands in the way.
+      def swap_in!
         STDLIB_SOURCES.each_key { |name| MethodSwap.swap(::Marshal.singleton_class, name, Overrides) }
       end
+      private :swap_in!
 
       def installed?
         MethodSwap.swapped?(::Marshal.singleton_class, :load)

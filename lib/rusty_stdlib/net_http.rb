@@ -367,6 +367,12 @@ module RustyStdlib
         @stock_methods_known == true
       end
 
+      # Whether no piece is in yet, each waiting for its stdlib to be required
+      # (RustyStdlib.status says :pending).
+      def pending?
+        @pieces.empty?
+      end
+
       # Every piece's state: :installed, or why it is not.
       def piece_status
         SEAMS.to_h do |piece, mod, target, file|
@@ -390,7 +396,15 @@ module RustyStdlib
       # Installs every piece whose stdlib is loaded and proven, and watches `require`
       # for the others (net/http and uri load lazily: requiring rusty_stdlib does not
       # load them, it only makes them native when the app requires them).
+      # Swaps ours in now, or (json, net_http) once the app requires the library, unless
+      # RustyStdlib.status gives a reason not to. Safe to call in any state; returns
+      # whether ours is installed or pending.
       def install!
+        RustyStdlib.activate(:net_http, self)
+      end
+
+      # Called by RustyStdlib.activate once nothing stands in the way.
+      def swap_in!
         SEAMS.each do |piece, mod, target_proc, file|
           next if @pieces.key?(piece) || !loaded?(piece)
 
@@ -403,12 +417,13 @@ module RustyStdlib
         remember_stock_methods
         watch_requires unless @pieces.size == SEAMS.size
       end
+      private :swap_in!
 
       # Called by RequireWatch after a require returned (see FEATURES).
       def call
-        return if @pieces.size == SEAMS.size || !RustyStdlib.installed.include?(:net_http)
+        return if @pieces.size == SEAMS.size || !RustyStdlib.activated?(:net_http)
 
-        install! if SEAMS.any? { |piece, *| !@pieces.key?(piece) && loaded?(piece) }
+        swap_in! if SEAMS.any? { |piece, *| !@pieces.key?(piece) && loaded?(piece) }
       end
 
       # Runs the block with the stdlib's own methods in place of every installed piece.
