@@ -10,6 +10,9 @@ Gem::Specification.new do |spec|
   spec.description = "A native extension (Rust, magnus) that swaps faster, byte-identical " \
                      "implementations in for stdlib modules on the Ruby versions it has proven."
   spec.license = "MIT"
+  # No public home yet: homepage, source_code_uri and changelog_uri go here once there is
+  # one (CHANGELOG.md ships in the gem meanwhile).
+  spec.metadata = { "rubygems_mfa_required" => "true" }
   # The extension is proven on CRuby 3.1, 3.3 and 3.4.11 (README, "What is swapped"). On
   # other Rubies it installs and keeps the stdlib in place: JRuby 9.3 (Ruby 2.6 syntax)
   # and TruffleRuby build nothing; a CRuby no spec has proven (3.2, 4.0) builds, and no
@@ -18,7 +21,7 @@ Gem::Specification.new do |spec|
 
   spec.files = Dir.chdir(__dir__) do
     Dir["lib/**/*.rb", "ext/**/{*.rs,Cargo.toml,extconf.rb}", "Cargo.toml", "Cargo.lock",
-        "README.md", "LICENSE"]
+        "README.md", "CHANGELOG.md", "LICENSE", "docs/**/*.md"]
   end
   spec.require_paths = ["lib"]
   spec.extensions = ["ext/rusty_stdlib/extconf.rb"]
