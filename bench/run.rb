@@ -42,6 +42,7 @@ module Bench
     puts markdown
     paths = Results.new(settings, started_at).write(markdown, Chart.new(results).svg)
     warn "bench: wrote #{paths.join(', ')}"
+    warn "bench: `rake bench:publish` copies this run into bench/results/ and the README" if settings.full? && settings.out_dir.nil?
   end
 end
 

@@ -3,16 +3,21 @@
 require "fileutils"
 
 module Bench
-  # Where a run's report goes. A full run (every workload, full passes) writes
-  # bench/results/latest.{md,svg}, a copy named by its start time, and the README's
-  # results block; a subset or quick run writes only to bench/results/partial/ (ignored
-  # by git), so latest.md is always one complete, comparable run. --out=DIR sends either
-  # kind to DIR instead.
+  # Where a run's report goes. Every run writes to tmp/bench/ (ignored by git, so
+  # benchmarking leaves a clone clean): a full run (every workload, full passes) as
+  # latest.{md,svg} plus a copy named by its start time, a subset or quick run under
+  # tmp/bench/partial/. --out=DIR sends either kind to DIR instead.
+  #
+  # Publishing is a separate, explicit step (`rake bench:publish`, Results.publish): it
+  # copies the last full run into the tracked bench/results/ and the README's block.
   class Results
-    RESULTS = File.expand_path("../results", __dir__)
+    LOCAL = File.expand_path("../../tmp/bench", __dir__)
+    PUBLISHED = File.expand_path("../results", __dir__)
     README = File.expand_path("../../README.md", __dir__)
     START = "<!-- results:start -->"
     FINISH = "<!-- results:end -->"
+    # Holds the dated name of the run latest.md is, for publish.
+    STEM_FILE = "latest.name"
 
     def initialize(settings, started_at)
       @settings = settings
@@ -21,36 +26,48 @@ module Bench
     end
 
     def dir
-      @settings.out_dir || (@settings.full? ? RESULTS : File.join(RESULTS, "partial"))
+      @settings.out_dir || (@settings.full? ? LOCAL : File.join(LOCAL, "partial"))
     end
 
     # Returns the paths written.
     def write(markdown, svg)
-      FileUtils.mkdir_p(dir)
-      paths = { "latest.md" => markdown, "#{@dated}.md" => markdown,
-                "latest.svg" => svg, "#{@dated}.svg" => svg }.map do |name, text|
-        path = File.join(dir, name)
-        # Write and rename, so an interrupted run never leaves half a report behind.
-        File.write("#{path}.tmp", text)
-        File.rename("#{path}.tmp", path)
-        path
-      end
-      paths << update_readme(markdown) if @settings.full? && @settings.out_dir.nil?
+      files = { "latest.md" => markdown, "#{@dated}.md" => markdown,
+                "latest.svg" => svg, "#{@dated}.svg" => svg, STEM_FILE => "#{@dated}\n" }
+      files.map { |name, text| Results.put(File.join(dir, name), text) }
+    end
+
+    # Write and rename, so an interrupted run never leaves half a report behind.
+    def self.put(path, text)
+      FileUtils.mkdir_p(File.dirname(path))
+      File.write("#{path}.tmp", text)
+      File.rename("#{path}.tmp", path)
+      path
+    end
+
+    # Copies the last full run in `from` (tmp/bench/) to bench/results/ (latest and dated)
+    # and into the README's block. Returns the paths written.
+    def self.publish(from = LOCAL, to: PUBLISHED, readme: README)
+      stem_file = File.join(from, STEM_FILE)
+      raise ArgumentError, "no full run in #{from} (run `rake bench` without filters first)" unless File.exist?(stem_file)
+
+      stem = File.read(stem_file).strip
+      markdown = File.read(File.join(from, "#{stem}.md"))
+      svg = File.read(File.join(from, "#{stem}.svg"))
+      paths = { "latest.md" => markdown, "#{stem}.md" => markdown, "latest.svg" => svg, "#{stem}.svg" => svg }
+              .map { |name, text| put(File.join(to, name), text) }
+      paths << update_readme(readme, markdown)
       paths.compact
     end
 
-    private
-
     # Replaces the block between the markers; the report's own title is dropped since
     # the README has its heading for it.
-    def update_readme(markdown)
-      text = File.read(README)
+    def self.update_readme(readme, markdown)
+      text = File.read(readme)
       return nil unless text.include?(START) && text.include?(FINISH)
 
       body = markdown.sub(/\A# .*\n\n/, "").gsub(/^## /, "### ")
       # Block form: the tables contain backslashes, which a replacement string would eat.
-      File.write(README, text.sub(/#{START}.*#{FINISH}/m) { "#{START}\n#{body}#{FINISH}" })
-      README
+      put(readme, text.sub(/#{START}.*#{FINISH}/m) { "#{START}\n#{body}#{FINISH}" })
     end
   end
 end

@@ -111,4 +111,35 @@ RSpec.describe "rake bench harness" do
       expect(File.read(File.join(dir, "latest.md"))).to eq("# run 1\n")
     end
   end
+
+  it "publishes only on request: the last full run into results/ and the README block" do
+    require File.join(root, "bench", "harness", "results")
+    Dir.mktmpdir("bench-publish") do |dir|
+      local = File.join(dir, "local")
+      settings = Struct.new(:out_dir, :full?).new(local, true)
+      Bench::Results.new(settings, Time.utc(2026, 12, 4, 22, 10)).write("# report\n\n## json\n| a |\n", "<svg/>")
+      readme = File.join(dir, "README.md")
+      File.write(readme, "intro\n<!-- results:start -->\nold\n<!-- results:end -->\nend\n")
+      published = File.join(dir, "results")
+      paths = Bench::Results.publish(local, to: published, readme: readme)
+      stem = "2026-12-04-2210-ruby#{RUBY_VERSION}"
+      expect(Dir.children(published).sort).to eq(["#{stem}.md", "#{stem}.svg", "latest.md", "latest.svg"])
+      expect(paths).to include(readme)
+      expect(File.read(readme)).to eq("intro\n<!-- results:start -->\n### json\n| a |\n<!-- results:end -->\nend\n")
+      expect { Bench::Results.publish(File.join(dir, "none"), to: published, readme: readme) }
+        .to raise_error(ArgumentError, /no full run/)
+    end
+  end
+
+  it "leaves tracked files alone: a run's default place is the ignored tmp/bench/" do
+    require File.join(root, "bench", "harness", "results")
+    settings = Struct.new(:out_dir, :full?).new(nil, true)
+    dir = Bench::Results.new(settings, Time.now).dir
+    expect(dir).to eq(File.join(root, "tmp", "bench"))
+    if system("git", "-C", root, "rev-parse", out: File::NULL, err: File::NULL)
+      expect(system("git", "-C", root, "check-ignore", "-q", File.join(dir, "latest.md"))).to be(true)
+    else # a chroot leg has no git
+      expect(File.readlines(File.join(root, ".gitignore"), chomp: true)).to include("/tmp/")
+    end
+  end
 end
