@@ -66,7 +66,7 @@ module Fuzz
   # and net/http.
   def self.not_ours(name)
     mod = module_of(name)
-    return "#{mod} not installed: #{RustyStdlib.status[mod]}" unless RustyStdlib.installed.include?(mod)
+    return "#{mod} not installed: #{RustyStdlib.status[mod]}" unless RustyStdlib.status[mod] == :installed
     if mod == :json && !RustyStdlib::JSON.installed_now?
       return "json not installed yet: #{RustyStdlib::JSON.generator_status}"
     end
