@@ -26,7 +26,7 @@ module Fuzz
     def outcome(side, (doc, opts))
       parser = side == :stdlib ? JSONParity::STDLIB : JSONParity::OURS
       # A copy with bytes of its own: json 2.6.1 quotes from the byte before a document
-      # that starts with Infinity (README, JSON), which a shared buffer would make visible.
+      # that starts with Infinity (docs/compatibility.md, JSON), which a shared buffer would make visible.
       source = (+"").force_encoding(doc.encoding) << doc
       JSONParity.with_warnings_captured { JSONParity.observe { parser.new(source, **opts).parse } }
     end

@@ -34,7 +34,7 @@ module Fuzz
     def outcomes(cases)
       # Loaded graphs stay alive to the end of the batch (each case loaded by both sides
       # in turn): MRI's freeze: true load of a binary String subclass changes the class of
-      # an interned String while it lives (README, Marshal), and both sides must meet the
+      # an interned String while it lives (docs/compatibility.md, Marshal), and both sides must meet the
       # same table.
       @alive = []
       GC.start

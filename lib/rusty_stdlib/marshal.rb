@@ -19,7 +19,7 @@ module RustyStdlib
   # code first; they answer only when the whole call is within what it supports, otherwise the stdlib
   # handles the whole call (other classes such as Data, raised exceptions' backtraces,
   # singletons with methods (on Ruby 3.1 any singleton class without a dump hook, see
-  # README), objects extended with modules that have prepends,
+  # docs/compatibility.md), objects extended with modules that have prepends,
   # a load proc with records other than nil, true, false, numbers, Strings, Symbols,
   # Arrays and Hashes, dumping objects with dump hooks to an IO, classes that would need
   # an autoload, unusual or malformed bytes).

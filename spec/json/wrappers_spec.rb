@@ -98,7 +98,7 @@ RSpec.describe "JSON.parse / JSON.generate under an app's wrappers" do
     expect(stdlib).to eq(['{"a":[1,"x"]}', 'logged:{"a":[1,"x"]}', 'logged:{"a":[1,"x"]}', '{"a":[1,"x"]}', true])
   end
 
-  # README, JSON: the option-less JSON.parse(source) / JSON.generate(obj) make no Parser
+  # docs/compatibility.md, JSON: the option-less JSON.parse(source) / JSON.generate(obj) make no Parser
   # or State, so a patch of JSON::Parser#parse or JSON::State#generate does not see them
   # (it does with json 2.6.1, whose Ruby code calls both; json 2.9.1 calls neither); every
   # other call is the same on both sides.

@@ -603,7 +603,7 @@ RSpec.describe "RustyStdlib::Marshal" do
     end
 
     it "leaves the interned String of a frozen binary String subclass instance with its class, as MRI does" do
-      # MRI's bug, kept (README, Marshal): each side gets bytes of its own, so neither
+      # MRI's bug, kept (docs/compatibility.md, Marshal): each side gets bytes of its own, so neither
       # meets the String the other left behind.
       outcomes = [stdlib, ours].map do |m|
         bytes = "rusty_interned_#{m.name}_#{rand(1 << 30)}\xC3".b
