@@ -40,9 +40,11 @@ module Bench
     markdown = Report.new(results: results, settings: settings, boot: boot,
                           started_at: started_at, load_average: load_average).markdown
     puts markdown
-    paths = Results.new(settings, started_at).write(markdown, Chart.new(results).svg)
+    caption = "#{started_at.strftime('%Y-%m-%d %H:%M UTC')}, #{Machine.cpu} (#{Machine.cores} cores), " \
+              "Ruby #{RUBY_VERSION}, rusty_stdlib @ #{Machine.revision}"
+    paths = Results.new(settings, started_at).write(markdown, Chart.new(results, caption: caption).svg)
     warn "bench: wrote #{paths.join(', ')}"
-    warn "bench: `rake bench:publish` copies this run into bench/results/ and the README" if settings.full? && settings.out_dir.nil?
+    warn "bench: `rake bench:publish` copies this run into bench/results/ and docs/speed.md" if settings.full? && settings.out_dir.nil?
   end
 end
 

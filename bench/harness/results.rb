@@ -9,11 +9,13 @@ module Bench
   # tmp/bench/partial/. --out=DIR sends either kind to DIR instead.
   #
   # Publishing is a separate, explicit step (`rake bench:publish`, Results.publish): it
-  # copies the last full run into the tracked bench/results/ and the README's block.
+  # copies the last full run into the tracked bench/results/ and docs/speed.md's block.
   class Results
     LOCAL = File.expand_path("../../tmp/bench", __dir__)
     PUBLISHED = File.expand_path("../results", __dir__)
-    README = File.expand_path("../../README.md", __dir__)
+    # The full report's place in the docs (the README's short table is written by hand
+    # from a published run, naming it).
+    DOCS = File.expand_path("../../docs/speed.md", __dir__)
     START = "<!-- results:start -->"
     FINISH = "<!-- results:end -->"
     # Holds the dated name of the run latest.md is, for publish.
@@ -45,8 +47,8 @@ module Bench
     end
 
     # Copies the last full run in `from` (tmp/bench/) to bench/results/ (latest and dated)
-    # and into the README's block. Returns the paths written.
-    def self.publish(from = LOCAL, to: PUBLISHED, readme: README)
+    # and into docs/speed.md's block. Returns the paths written.
+    def self.publish(from = LOCAL, to: PUBLISHED, readme: DOCS)
       stem_file = File.join(from, STEM_FILE)
       raise ArgumentError, "no full run in #{from} (run `rake bench` without filters first)" unless File.exist?(stem_file)
 
@@ -60,12 +62,12 @@ module Bench
     end
 
     # Replaces the block between the markers; the report's own title is dropped since
-    # the README has its heading for it.
+    # the page has its heading for it.
     def self.update_readme(readme, markdown)
       text = File.read(readme)
       return nil unless text.include?(START) && text.include?(FINISH)
 
-      body = markdown.sub(/\A# .*\n\n/, "").gsub(/^## /, "### ")
+      body = markdown.sub(/\A# .*\n\n/, "")
       # Block form: the tables contain backslashes, which a replacement string would eat.
       put(readme, text.sub(/#{START}.*#{FINISH}/m) { "#{START}\n#{body}#{FINISH}" })
     end

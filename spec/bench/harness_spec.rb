@@ -95,7 +95,10 @@ RSpec.describe "rake bench harness" do
     files = Dir.children(@out)
     expect(files).to include("latest.md", "latest.svg")
     expect(files.grep(/\A\d{4}-\d\d-\d\d-\d{4}-ruby#{Regexp.escape(RUBY_VERSION)}\.md\z/)).not_to be_empty
-    expect(File.read(File.join(@out, "latest.svg"))).to start_with("<svg")
+    svg = File.read(File.join(@out, "latest.svg"))
+    expect(svg).to start_with("<svg")
+    # The picture names its run and its scale.
+    expect(svg).to include("log scale", "Ruby #{RUBY_VERSION}", "rusty_stdlib @ ")
   end
 
   it "keeps the reports of two runs made on the same day" do
@@ -112,7 +115,7 @@ RSpec.describe "rake bench harness" do
     end
   end
 
-  it "publishes only on request: the last full run into results/ and the README block" do
+  it "publishes only on request: the last full run into results/ and the docs block" do
     require File.join(root, "bench", "harness", "results")
     Dir.mktmpdir("bench-publish") do |dir|
       local = File.join(dir, "local")
@@ -125,7 +128,7 @@ RSpec.describe "rake bench harness" do
       stem = "2026-12-04-2210-ruby#{RUBY_VERSION}"
       expect(Dir.children(published).sort).to eq(["#{stem}.md", "#{stem}.svg", "latest.md", "latest.svg"])
       expect(paths).to include(readme)
-      expect(File.read(readme)).to eq("intro\n<!-- results:start -->\n### json\n| a |\n<!-- results:end -->\nend\n")
+      expect(File.read(readme)).to eq("intro\n<!-- results:start -->\n## json\n| a |\n<!-- results:end -->\nend\n")
       expect { Bench::Results.publish(File.join(dir, "none"), to: published, readme: readme) }
         .to raise_error(ArgumentError, /no full run/)
     end
