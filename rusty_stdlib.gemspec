@@ -20,9 +20,11 @@ Gem::Specification.new do |spec|
   spec.required_ruby_version = ">= 2.6"
 
   spec.files = Dir.chdir(__dir__) do
-    Dir["lib/**/*.rb", "ext/**/{*.rs,Cargo.toml,extconf.rb}", "Cargo.toml", "Cargo.lock",
+    Dir["lib/**/*.rb", "exe/*", "ext/**/{*.rs,Cargo.toml,extconf.rb}", "Cargo.toml", "Cargo.lock",
         "README.md", "CHANGELOG.md", "LICENSE", "docs/**/*.md"]
   end
+  spec.bindir = "exe"
+  spec.executables = ["rusty_stdlib-bench"]
   spec.require_paths = ["lib"]
   spec.extensions = ["ext/rusty_stdlib/extconf.rb"]
 end
