@@ -143,6 +143,18 @@ RSpec.describe "RustyStdlib::Marshal" do
       end
     end
 
+    # MRI's test_range.rb test_uninitialized_range: an allocated Range dumps excl as nil,
+    # and loads back uninitialized (not frozen, so initialize may still set it).
+    it "dumps and loads an uninitialized Range (Range.allocate) as the stdlib does" do
+      [Range.allocate, [Range.allocate] * 2, (nil..nil), (nil...nil), (1..nil)].each { |v| expect_same_dump(v) }
+      expect(native_dump(1..nil)).not_to be_nil
+      bytes = MarshalHelper::Stdlib.dump(Range.allocate)
+      expect_parity(MarshalHelper::Stdlib, RustyStdlib::Marshal) do |m|
+        range = m.load(bytes)
+        [range.frozen?, range.send(:initialize, 5, 6), range]
+      end
+    end
+
     it "writes a Regexp with an ivar natively (MRI's load drops the ivar: that load is the stdlib's)" do
       v = [Regexp.new("r").tap { |r| r.instance_variable_set(:@x, 1) }]
       expect_same_dump(v)

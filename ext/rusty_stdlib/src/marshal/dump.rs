@@ -801,6 +801,11 @@ impl Dumper<'_> {
         if ok == 0 || beg == 0 || end == 0 {
             return Err(Fallback);
         }
+        // An uninitialized Range (Range.allocate) reads as nil..nil here, but MRI writes
+        // its excl as nil, not false; nil..nil itself is rare enough to leave to MRI too.
+        if rb_sys::NIL_P(beg) && rb_sys::NIL_P(end) && excl == 0 {
+            return Err(Fallback);
+        }
         self.remember(obj);
         self.enter()?;
         let ids = ids();
