@@ -885,6 +885,23 @@ RSpec.describe "RustyStdlib::Marshal" do
       expect(logs[0]).not_to be_empty
     end
 
+    # MRI's test_exception.rb test_marshal_circular_cause: a cause chain that comes back
+    # (here, the exception its own cause) raises "circular causes" on Ruby 3.2+, at the
+    # exception's end, after the hooks before it ran; 3.1 loads it.
+    it "refuses circular exception causes as the stdlib does, with and without hooks before" do
+      error = begin
+        raise RuntimeError, "err", [], cause: Exception.new
+      rescue RuntimeError => e
+        e
+      end
+      cause = /o:\x0EException\x08;.0;.0;.0/n
+      alone = MarshalHelper::Stdlib.dump(error).sub(cause, "@\x05".b) # links to index 0: the error itself
+      expect(alone).not_to eq(MarshalHelper::Stdlib.dump(error))
+      expect_parity(MarshalHelper::Stdlib, RustyStdlib::Marshal) { |m| m.load(alone).then { |x| [x.class, x.cause.equal?(x)] } }
+      after_hook = MarshalHelper::Stdlib.dump([RustyMarshalSpec::MDump.new(1), error]).sub(cause, "@\x07".b) # index 2
+      expect_same_hook_calls { |m| m.load(after_hook).then { |x| [x.size, x.last.cause.equal?(x.last)] } }
+    end
+
     text = "caf\u00e9".encode(Encoding::ISO_8859_1)
     text.instance_variable_set(:@meta, [1, :sym, "s"])
     cyclic = spec::MDump.new

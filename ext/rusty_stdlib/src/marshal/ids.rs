@@ -27,9 +27,10 @@ pub struct Ids {
     pub id_e: ID,
     pub id_k: ID,
     pub id_encoding: ID,
-    /// An exception's internal ivars `bt` and `bt_locations`.
+    /// An exception's internal ivars `bt`, `bt_locations` and `cause`.
     pub id_bt: ID,
     pub id_bt_locations: ID,
+    pub id_cause: ID,
     /// `:E` and `:encoding`, the ivar names that carry a String's encoding.
     pub sym_e: VALUE,
     pub sym_encoding: VALUE,
@@ -77,6 +78,7 @@ pub fn init(_ruby: &Ruby) {
         id_encoding: intern(c"encoding"),
         id_bt: intern(c"bt"),
         id_bt_locations: intern(c"bt_locations"),
+        id_cause: intern(c"cause"),
         // Static symbols of interned IDs: immediates that never move or die.
         sym_e: rb_sys::ID2SYM(intern(c"E")),
         sym_encoding: rb_sys::ID2SYM(intern(c"encoding")),

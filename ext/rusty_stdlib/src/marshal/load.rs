@@ -1082,11 +1082,38 @@ impl<'a> Loader<'a> {
                     self.guarded(|| rb_sys::rb_ivar_set(obj, bt_locations, qnil()))?;
                 }
             }
+            self.check_circular_cause(obj)?;
         }
         if self.freezes_here() {
             unsafe { rb_sys::rb_obj_freeze(obj) };
         }
         Ok(obj)
+    }
+
+    /// Since Ruby 3.2 the loader refuses an exception whose `cause` chain comes back to
+    /// an exception in it (error.c `rb_exc_check_circular_cause`): ArgumentError
+    /// "circular causes". Before any hook has run, the stdlib can load the same bytes
+    /// and raise it itself; after, it is raised here, where MRI raises it.
+    fn check_circular_cause(&mut self, exc: VALUE) -> Load<()> {
+        if rb_sys::RUBY_API_VERSION_CODE < 30200 {
+            return Ok(());
+        }
+        let id_cause = ids().id_cause;
+        let mut seen: Vec<VALUE> = Vec::new();
+        let mut cause = exc;
+        while !rb_sys::NIL_P(cause) {
+            if seen.contains(&cause) {
+                if self.committed {
+                    let ruby = unsafe { Ruby::get_unchecked() };
+                    self.error = Some(Error::new(ruby.exception_arg_error(), "circular causes"));
+                }
+                return Err(Fallback);
+            }
+            seen.push(cause);
+            // Objects of this load, all held by the link table while we look.
+            cause = unsafe { rb_sys::rb_attr_get(cause, id_cause) };
+        }
+        Ok(())
     }
 
     /// An `S` record of a named `Struct.new` class, as MRI reads it: the link index is
