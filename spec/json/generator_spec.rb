@@ -263,11 +263,11 @@ RSpec.describe "RustyStdlib::JSON::Generator" do
     end
 
     # Hashes of core values are walked table by table, not through rb_hash_foreach, and on
-    # Ruby 3.1 and 3.3 read straight from Ruby's tables (ext/rusty_stdlib/src/helpers/hash.rs
+    # Ruby 3.1, 3.3 and 3.4 read straight from Ruby's tables (ext/rusty_stdlib/src/helpers/hash.rs
     # and hash_layout.rs): the order must stay the gem's in small and large tables alike,
     # past deleted entries and after a rehash.
     it "reads Hash tables directly on the Rubies whose layout it knows" do
-      known = RUBY_VERSION.start_with?("3.1.", "3.3.")
+      known = RUBY_VERSION.start_with?("3.1.", "3.3.", "3.4.")
       expect(RustyStdlib::JSON.direct_hash_walk?).to be(known)
     end
 

@@ -6,9 +6,9 @@
 //! showed as 8% of a JSON generate profile of citm_catalog.json (one call per Hash).
 //! A walk whose callback runs no Ruby code and raises nothing cannot see the Hash change,
 //! so nothing needs restoring: there the table itself is walked, in the same order, by
-//! `rb_hash_stlike_foreach` (exported by libruby 3.1 and 3.3, not declared in its public
-//! headers; looked up once, `rb_hash_foreach` where it is missing), or, on Ruby 3.1 and
-//! 3.3, read straight from the table (`hash_layout`), which saves a call per pair.
+//! `rb_hash_stlike_foreach` (exported by libruby 3.1 to 3.4, not declared in its public
+//! headers; looked up once, `rb_hash_foreach` where it is missing), or, on Ruby 3.1, 3.3
+//! and 3.4, read straight from the table (`hash_layout`), which saves a call per pair.
 
 use std::{ffi::c_void, os::raw::c_int, sync::OnceLock};
 

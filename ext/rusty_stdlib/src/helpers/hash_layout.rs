@@ -9,7 +9,7 @@
 //! Ruby 3.1's layouts (`internal/hash.h`, `hash.c`, `st.c`), for filling and walking:
 //! the first call of [`matches`] reads Hashes that Ruby filled back through them; if
 //! anything differs, [`matches`] is false and callers use Ruby's own functions. Ruby 3.3
-//! keeps the same ar_table (hints first) and st_table, but inside the object, after
+//! and 3.4 keep the same ar_table (hints first) and st_table, but inside the object, after
 //! `flags`, `klass` and `ifnone`: there only [`Pairs`] reads them, once [`walkable`] has
 //! checked the layout the same way.
 
@@ -33,10 +33,11 @@ pub struct RHash {
     pub hints: [u8; MAX_PAIRS],
 }
 
-/// Whether this build's Ruby (3.3) embeds a Hash's table in the object (Ruby 3.1 points
-/// to it from [`RHash::table`]). The extension is built per Ruby ABI, so this is fixed.
+/// Whether this build's Ruby (3.3, 3.4) embeds a Hash's table in the object (Ruby 3.1
+/// points to it from [`RHash::table`]). The extension is built per Ruby ABI, so this is
+/// fixed; [`walkable`] still checks the layout at run time before any walk.
 const EMBEDDED_TABLES: bool =
-    rb_sys::RUBY_API_VERSION_CODE >= 30300 && rb_sys::RUBY_API_VERSION_CODE < 30400;
+    rb_sys::RUBY_API_VERSION_CODE >= 30300 && rb_sys::RUBY_API_VERSION_CODE < 30500;
 
 /// Where Ruby 3.3's embedded table starts: after `struct RHash` (flags, klass, ifnone).
 const EMBEDDED_TABLE_OFFSET: usize = 3 * std::mem::size_of::<VALUE>();
@@ -172,7 +173,7 @@ pub fn key_hint(key: VALUE) -> u8 {
 const DELETED_ENTRY_HASH: VALUE = !0;
 
 /// Whether [`Pairs`] may walk this Ruby's Hashes: Ruby 3.1 where [`matches`], Ruby 3.3
-/// where its embedded tables read back as Ruby walks them. The first call checks (it
+/// and 3.4 where their embedded tables read back as Ruby walks them. The first call checks (it
 /// makes Hashes).
 pub fn walkable() -> bool {
     static WALKABLE: OnceLock<bool> = OnceLock::new();
@@ -190,7 +191,7 @@ fn fixnum(i: usize) -> VALUE {
     ((i as VALUE) << 1) | 1
 }
 
-/// Whether Ruby 3.3's embedded tables hold what Ruby put in them, read only where no
+/// Whether Ruby 3.3's (and 3.4's) embedded tables hold what Ruby put in them, read only where no
 /// pointer has to be followed (the ar pairs, and the st_table's counts), so that
 /// [`pairs_read_back`] walks only tables found where they were expected.
 unsafe fn embedded_layout_matches() -> bool {

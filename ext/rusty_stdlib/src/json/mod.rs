@@ -44,7 +44,7 @@ fn define(ruby: &Ruby, root: RModule) -> Result<(), Error> {
         crate::scrubbing!(method!(parser::parse_with, 2); source, opts),
     )?;
     sink::init();
-    // Whether the generator reads Hash tables directly on this Ruby (3.1 and 3.3) rather
+    // Whether the generator reads Hash tables directly on this Ruby (3.1, 3.3, 3.4) rather
     // than through a callback per pair: a speed property no output shows, for specs.
     module.define_module_function(
         "direct_hash_walk?",
