@@ -53,9 +53,20 @@ module RustyStdlib
       words.include?(name.to_s) || words.include?("all")
     end
 
+    # Whether the native extension is loaded; loads it on first call and warns once
+    # if it cannot be loaded.
+    def native?
+      return @native unless @native.nil?
+
+      @native = load_native
+    end
+
+    private
+
     # Installs `mod` (a module with `unsupported_reason` and a private `swap_in!`) under
     # `name`, unless something says no. Returns whether it is installed or pending.
-    # Each module's own `install!` calls it, so that is safe in any state.
+    # Each module's own `install!` calls it (private: the modules' install! are the API),
+    # so that is safe in any state.
     def activate(name, mod)
       return true if @activated.include?(name)
 
@@ -71,15 +82,7 @@ module RustyStdlib
       true
     end
 
-    # Whether the native extension is loaded; loads it on first call and warns once
-    # if it cannot be loaded.
-    def native?
-      return @native unless @native.nil?
-
-      @native = load_native
-    end
-
-    # Internal: for a module that said :pending (it installs lazily), the library that
+    # For a module that said :pending (it installs lazily), the library that
     # loaded is not one it proves, so it stays out; status says why, and -w shows it.
     def withdraw(name, reason)
       @activated.delete(name)
@@ -88,12 +91,10 @@ module RustyStdlib
       nil
     end
 
-    # Internal: whether `name` is installed or pending.
+    # Whether `name` is installed or pending.
     def activated?(name)
       @activated.include?(name)
     end
-
-    private
 
     def state(name)
       mod = @modules_by_name[name]

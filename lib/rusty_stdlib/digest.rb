@@ -39,7 +39,7 @@ module RustyStdlib
       # RustyStdlib.status gives a reason not to. Safe to call in any state; returns
       # whether ours is installed or pending.
       def install!
-        RustyStdlib.activate(:digest, self)
+        RustyStdlib.send(:activate, :digest, self)
       end
 
       # Called by RustyStdlib.activate once nothing stands in the way.
@@ -69,4 +69,4 @@ module RustyStdlib
   end
 end
 
-RustyStdlib.activate(:digest, RustyStdlib::Digest)
+RustyStdlib::Digest.install!

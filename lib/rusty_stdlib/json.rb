@@ -80,7 +80,7 @@ module RustyStdlib
       # about the parser, which the generator needs installed first).
       def generator_status
         return :installed if @generator_installed
-        return "waiting for json to be required" if RustyStdlib.activated?(:json) && !loaded?
+        return "waiting for json to be required" if RustyStdlib.send(:activated?, :json) && !loaded?
 
         generator_unsupported_reason || "json is not installed: #{RustyStdlib.status[:json]}"
       end
@@ -119,7 +119,7 @@ module RustyStdlib
       # RustyStdlib.status gives a reason not to. Safe to call in any state; returns
       # whether ours is installed or pending.
       def install!
-        RustyStdlib.activate(:json, self)
+        RustyStdlib.send(:activate, :json, self)
       end
 
       # Called by RustyStdlib.activate once nothing stands in the way.
@@ -131,10 +131,10 @@ module RustyStdlib
       # Called by RequireWatch after a require returned (see FEATURES): installs ours once
       # json is loaded, unless the json that loaded is not one we prove.
       def call
-        return if @installed_now || !loaded? || !RustyStdlib.activated?(:json)
+        return if @installed_now || !loaded? || !RustyStdlib.send(:activated?, :json)
 
         reason = unsupported_reason
-        return RustyStdlib.withdraw(:json, reason) if reason
+        return RustyStdlib.send(:withdraw, :json, reason) if reason
 
         install_now
       end
@@ -276,4 +276,4 @@ module RustyStdlib
   end
 end
 
-RustyStdlib.activate(:json, RustyStdlib::JSON)
+RustyStdlib::JSON.install!

@@ -69,7 +69,7 @@ module RustyStdlib
       # RustyStdlib.status gives a reason not to. Safe to call in any state; returns
       # whether ours is installed or pending.
       def install!
-        RustyStdlib.activate(:marshal, self)
+        RustyStdlib.send(:activate, :marshal, self)
       end
 
       # Called by RustyStdlib.activate once nothing stands in the way.
@@ -244,4 +244,4 @@ module RustyStdlib
   end
 end
 
-RustyStdlib.activate(:marshal, RustyStdlib::Marshal)
+RustyStdlib::Marshal.install!

@@ -400,7 +400,7 @@ module RustyStdlib
       # RustyStdlib.status gives a reason not to. Safe to call in any state; returns
       # whether ours is installed or pending.
       def install!
-        RustyStdlib.activate(:net_http, self)
+        RustyStdlib.send(:activate, :net_http, self)
       end
 
       # Called by RustyStdlib.activate once nothing stands in the way.
@@ -421,7 +421,7 @@ module RustyStdlib
 
       # Called by RequireWatch after a require returned (see FEATURES).
       def call
-        return if @pieces.size == SEAMS.size || !RustyStdlib.activated?(:net_http)
+        return if @pieces.size == SEAMS.size || !RustyStdlib.send(:activated?, :net_http)
 
         swap_in! if SEAMS.any? { |piece, *| !@pieces.key?(piece) && loaded?(piece) }
       end
@@ -547,4 +547,4 @@ module RustyStdlib
   end
 end
 
-RustyStdlib.activate(:net_http, RustyStdlib::NetHttp)
+RustyStdlib::NetHttp.install!
