@@ -9,9 +9,17 @@ module Fuzz
   class JsonParse < Target
     TOKENS = ["{", "}", "[", "]", ",", ":", "\"", "\\", "\\u", "\\ud800", "\\udc00", "/*", "*/", "//", "\n",
               "-", "0", "1e", "E+", ".", "NaN", "Infinity", "-Infinity", "true", "nul", "\xff", "\xc3",
-              "\u00e9", "\u2028", " ", "\t", "\0", "1" * 30, "9" * 400, "1e400", "-0", "-0.0", "0x1"].freeze
+              "\u00e9", "\u2028", " ", "\t", "\0", "1" * 30, "9" * 400, "1e400", "-0", "-0.0", "0x1",
+              # Exponents at the edges of json 3's arithmetic (i32 and i64 limits, 20 digits).
+              "e2147483647", "e-2147483648", "e9223372036854775807", "e-9223372036854775807",
+              "e#{'0' * 20}1", "0.0", "0.#{'0' * 20}1"].freeze
     OPTIONS = [{}, { allow_nan: true }, { symbolize_names: true }, { freeze: true }, { max_nesting: 3 },
                { max_nesting: false }, { create_additions: true }, { allow_nan: true, max_nesting: 0 }].freeze
+    # json 3's options instead of create_additions, which it no longer has.
+    OPTIONS_V3 = (OPTIONS - [{ create_additions: true }] +
+                  [{ allow_comments: true }, { allow_trailing_comma: true, allow_comments: true },
+                   { allow_control_characters: true, allow_invalid_escape: true }, { allow_duplicate_key: true },
+                   { symbolize_names: true, allow_duplicate_key: false }, { decimal_class: Rational }]).freeze
 
     def skip_reason
       JSONParity.proven? ? nil : JSONParity.unproven_message
@@ -20,7 +28,7 @@ module Fuzz
     def next_case
       doc = Mutation.mutate(Mutation.window(documents.sample(random: @rng), @rng, 2000), @rng, TOKENS)
       doc.force_encoding(Encoding::UTF_8) unless @rng.rand(4).zero?
-      [doc, OPTIONS.sample(random: @rng)]
+      [doc, (JSONParity.v3? ? OPTIONS_V3 : OPTIONS).sample(random: @rng)]
     end
 
     def outcome(side, (doc, opts))

@@ -42,8 +42,9 @@ module RustyStdlib
     # (Not json/ext: json.rb requires it before it is done itself.)
     FEATURES = %w[json].freeze
     # json gem versions whose parser spec/json proves we match (Ruby 3.1 ships 2.6.1,
-    # Debian's ruby-json package 2.6.3 for it (rake spec:json_package), Ruby 3.3 2.9.1).
-    PROVEN_VERSIONS = %w[2.6.1 2.6.3 2.9.1].freeze
+    # Debian's ruby-json package 2.6.3 for it (rake spec:json_package), Ruby 3.3 and 3.4
+    # 2.9.1, Debian sid's ruby-json 3.1.0 for Ruby 3.3 (bin/test-in-chroot json3.1)).
+    PROVEN_VERSIONS = %w[2.6.1 2.6.3 2.9.1 3.1.0].freeze
     # json gem versions whose generator spec/json/generator_spec.rb proves we match
     # (2.9.1's State API and differences: ext/rusty_stdlib/src/json/generator/state_v2_9.rs).
     GENERATOR_PROVEN_VERSIONS = %w[2.6.1 2.6.3 2.9.1].freeze
@@ -65,10 +66,18 @@ module RustyStdlib
       # `Parser.parse(source, opts)`, which 2.6 does not have: ours has it exactly when
       # the gem's Parser does.
       def parser
+        return v3_parser if v3?
+
         if ::JSON::Ext::Parser.respond_to?(:parse) && !Parser.respond_to?(:parse)
           Parser.singleton_class.alias_method(:parse, :parse_with)
         end
         Parser
+      end
+
+      # Whether the loaded json is 3.x, whose parser API (ParserConfig, keyword options,
+      # errors with positions) ours follows in V3.
+      def v3?
+        ::JSON::VERSION.split(".").first.to_i >= 3
       end
 
       # Why the generator is left to the gem (nil when ours is proven on this json).
@@ -149,7 +158,12 @@ module RustyStdlib
       def install_now
         @installed_now = true
         ::JSON.parser = parser
-        swap_plain(:parse, PlainParse)
+        if v3?
+          swap_plain(:parse, V3::PlainParse)
+          ::JSON::Coder.prepend(V3::CoderParsing) if defined?(::JSON::Coder)
+        else
+          swap_plain(:parse, PlainParse)
+        end
         return if generator_unsupported_reason
 
         install_generator(generator)
@@ -240,6 +254,16 @@ module RustyStdlib
         File.read(path)[/^\s*VERSION\s*=\s*['"]([^'"]+)['"]/, 1]
       rescue LoadError, SystemCallError
         nil
+      end
+
+      # json 3's parser classes (lib/rusty_stdlib/json/parser_v3.rb).
+      def v3_parser
+        require_relative "json/parser_v3"
+        unless V3::CoderParsing.const_defined?(:PARSER_OPTIONS, false)
+          options = defined?(::JSON::Coder) ? ::JSON::Coder.const_get(:PARSER_OPTIONS) : [].freeze
+          V3::CoderParsing.const_set(:PARSER_OPTIONS, options)
+        end
+        V3::Parser
       end
 
       def swap_plain(name, source)

@@ -51,6 +51,7 @@ RSpec.describe "JSON and continuations" do
   end
 
   it "raises when a continuation returns into a finished generation" do
+    skip "the gem's generator is in place: #{RustyStdlib::JSON.generator_status}" unless RustyStdlib::JSON.generator_status == :installed
     obj = RustyJsonReenter::ToJson.new
     results, message = reenter(-> { JSON.generate([obj, "after" * 20, { "k" => 1 }]) }, -> { obj.cc })
     expect(results).to eq([%(["x","#{'after' * 20}",{"k":1}])])
@@ -59,6 +60,9 @@ RSpec.describe "JSON and continuations" do
   end
 
   it "raises when a continuation returns into a finished parse" do
+    # json 3's options that call user code during a parse (on_load, decimal_class) are
+    # the gem's: ours runs none.
+    skip "json #{JSON::VERSION} has no create_additions" if JSON::VERSION.to_i >= 3
     RustyJsonReenter::Created.cc = nil
     doc = '[{"json_class":"RustyJsonReenter::Created","v":1},"after",{"k":[2]}]'
     parse = -> { JSON.parse(doc, create_additions: true) }

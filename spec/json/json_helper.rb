@@ -72,7 +72,31 @@ module JSONParity
   def self.observe
     Observed.new([:ok, yield])
   rescue StandardError, SystemStackError => e
-    Observed.new([:raised, e.class, e.message.b, e.message.encoding.name])
+    Observed.new([:raised, e.class, e.message.b, e.message.encoding.name] + position(e))
+  end
+
+  # json 3's ParserError#line, #column and #json_path (what building the path raises,
+  # if it does: json 3.1.0's own code cannot build one that holds a Symbol key).
+  def self.position(error)
+    return [] unless error.is_a?(::JSON::ParserError) && error.respond_to?(:json_path)
+
+    path = begin
+      error.json_path
+    rescue StandardError => e
+      [e.class, e.message]
+    end
+    [error.line, error.column, path, error.instance_variables]
+  end
+
+  # Whether the loaded json is 3.x (keyword options, errors with positions).
+  def self.v3?
+    ::JSON::VERSION.split(".").first.to_i >= 3
+  end
+
+  # Skips an example about json 2's API (create_additions, JSON.create_id, ...), which
+  # json 3 removed.
+  def skip_on_json3(what)
+    skip "json #{::JSON::VERSION} has no #{what}" if JSONParity.v3?
   end
 
   # Runs `block` with JSON.parser set to `parser`, restoring it afterwards.
@@ -107,21 +131,31 @@ module JSONParity
     saved = $stderr
     $stderr = StringIO.new
     observed = yield
-    observed.warnings = $stderr.string
+    observed.warnings = same_frame($stderr.string)
     observed
   ensure
     $stderr = saved
   end
 
+  # A warning raised by Ruby code that the parse calls (decimal_class's) names the
+  # innermost Ruby frame: with json 3, each Parser#parse is Ruby, in the gem's
+  # json/ext.rb and in our parser_v3.rb. That one frame is the same for both here.
+  def self.same_frame(warnings)
+    warnings.gsub(%r{^\S*(?:/json/ext\.rb|/rusty_stdlib/json/parser_v3\.rb):\d+: }, "Parser#parse: ")
+  end
+
   def self.call(parser, source, via, opts)
+    # Options as keywords (json 3 takes no other; json 2 reads them as its opts Hash).
     case via
     when :new then parser.new(source, **opts).parse
-    when :parse then with_parser(parser) { JSON.parse(source, opts) }
+    when :parse then with_parser(parser) { JSON.parse(source, **opts) }
     # Ours parses JSON.parse(source) without a Parser object (lib/rusty_stdlib/json.rb).
     when :parse_plain then with_parser(parser) { JSON.parse(source) }
-    when :parse! then with_parser(parser) { JSON.parse!(source, opts) }
-    when :load then with_parser(parser) { JSON.load(source, nil, opts) }
+    when :parse! then with_parser(parser) { JSON.parse!(source, **opts) }
+    when :load then with_parser(parser) { JSON.load(source, nil, **opts) }
     when :brackets then with_parser(parser) { JSON[source, opts] }
+    # json 3's ParserConfig, which JSON::Coder and JSON::Parser.new hold.
+    when :config then parser::Config.new(opts).parse(source)
     else raise ArgumentError, via.to_s
     end
   end

@@ -11,7 +11,7 @@ RSpec.describe "JSON.parse / JSON.generate under an app's wrappers" do
   JSON_WRAPPERS = {
     prepend: <<~RUBY,
       JSON.singleton_class.prepend(Module.new do
-        def parse(source, opts = {}) = (LOG << :parse; super)
+        def parse(source, *opts, **kw) = (LOG << :parse; super)
         def generate(obj, opts = nil) = (LOG << :generate; super)
       end)
     RUBY
@@ -19,7 +19,7 @@ RSpec.describe "JSON.parse / JSON.generate under an app's wrappers" do
       class << JSON
         alias_method :parse_before_wrapper, :parse
         alias_method :generate_before_wrapper, :generate
-        def parse(*args) = (LOG << :parse; parse_before_wrapper(*args))
+        def parse(*args, **kw) = (LOG << :parse; parse_before_wrapper(*args, **kw))
         def generate(*args) = (LOG << :generate; generate_before_wrapper(*args))
       end
     RUBY
@@ -42,7 +42,9 @@ RSpec.describe "JSON.parse / JSON.generate under an app's wrappers" do
       #{with_ours ? 'require "rusty_stdlib"' : ''}
       #{order == :after ? wrapper : ''}
       doc = { "a" => [1, 2.5, nil, "\\u2028"] }
-      results = [JSON.parse('{"a":[1]}'), JSON.parse('[1]', nil), JSON.generate(doc), JSON.generate(doc, nil),
+      # json 3 takes keyword options only.
+      nil_opts = JSON::VERSION.to_i >= 3 ? [] : [nil]
+      results = [JSON.parse('{"a":[1]}'), JSON.parse('[1]', *nil_opts), JSON.generate(doc), JSON.generate(doc, nil),
                  JSON.parse('[2]', symbolize_names: true)]
       plain = defined?(RustyStdlib::JSON) ? %i[parse generate].map { |m| RustyStdlib::JSON.plain?(m) } : nil
       print Marshal.dump([results, LOG, plain])
@@ -59,6 +61,8 @@ RSpec.describe "JSON.parse / JSON.generate under an app's wrappers" do
         # Ours is swapped in unless the gem's methods were already redefined in JSON's
         # singleton class (replaced, or wrapped by an alias chain).
         expected_plain = kind != :prepend && order == :before ? [false, false] : [true, true]
+        # JSON.generate is swapped only with our generator.
+        expected_plain[1] = false unless RustyStdlib::JSON.generator_status == :installed
         expect(plain).to eq(expected_plain) if JSONParity.installed?
       end
     end
@@ -89,7 +93,7 @@ RSpec.describe "JSON.parse / JSON.generate under an app's wrappers" do
         JSON.const_set(:State, original)
         $VERBOSE = true
         results << JSON.generate(doc)
-        results << #{ours ? 'RustyStdlib::JSON.plain?(:generate)' : 'true'}
+        results << #{ours ? '(RustyStdlib::JSON.plain?(:generate) || RustyStdlib::JSON.generator_status != :installed)' : 'true'}
         print Marshal.dump(results)
       RUBY
     end

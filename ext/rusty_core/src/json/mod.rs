@@ -25,6 +25,7 @@ mod number;
 mod parser;
 mod pow5_table;
 mod string;
+pub mod v3;
 
 pub use generate::{
     escape_js_separators, escape_string, escape_valid_utf8, push_bytes, quote_valid_utf8,

@@ -104,7 +104,7 @@ fn skip_ignore(src: &[u8], mut p: usize) -> Result<usize, usize> {
 /// Skips a run of whitespace sixteen bytes at a time (SSE2, part of x86_64): pretty-printed
 /// documents are mostly indentation. Elsewhere, eight spaces at a time.
 #[inline(always)]
-fn skip_spaces(src: &[u8], mut p: usize) -> usize {
+pub(super) fn skip_spaces(src: &[u8], mut p: usize) -> usize {
     #[cfg(target_arch = "x86_64")]
     {
         use std::arch::x86_64::*;

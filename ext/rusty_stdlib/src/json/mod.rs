@@ -13,6 +13,7 @@ mod key_cache;
 mod parser;
 mod sink;
 mod stack;
+mod v3;
 
 use magnus::{function, method, prelude::*, Error, RModule, Ruby};
 
@@ -52,5 +53,6 @@ fn define(ruby: &Ruby, root: RModule) -> Result<(), Error> {
     )?;
     key_cache::init();
     generator::init(ruby, module)?;
+    v3::init(ruby, module)?;
     Ok(())
 }

@@ -265,6 +265,9 @@ pub struct RubySink {
     /// (`helpers::fresh_hash`): on Ruby 3.1, with String keys. Keys then push their
     /// hint on `stack.hints`.
     direct_hashes: bool,
+    /// json 3's walk only: whether a Hash whose keys repeat is reported (its default,
+    /// `allow_duplicate_key: false`) rather than kept with the last value.
+    pub check_duplicates: bool,
 }
 
 /// Value stack buffers up to this many entries are kept for the next parse.
@@ -356,6 +359,7 @@ impl RubySink {
             plain: false,
             gave_up: false,
             direct_hashes: !flavour.symbolize_names && fresh_hash::available(),
+            check_duplicates: false,
         })
     }
 
@@ -624,26 +628,9 @@ impl Sink for RubySink {
     fn float(&mut self, text: &[u8], decimal: &Decimal) -> Result<(), Error> {
         let f = match parse_float_fast(text, decimal) {
             Some(f) => f,
-            None => {
-                // Out of range, or too many digits to be sure: Ruby's strtod decides, and
-                // warns "Float 1e400 out of range" under -w just as the gem does.
-                if self.plain && unsafe { truthy(*rb_sys::rb_ruby_verbose_ptr()) } {
-                    self.gave_up = true;
-                    let ruby = unsafe { Ruby::get_unchecked() };
-                    // Never raised: the caller sees `gave_up` (this makes no Ruby object).
-                    return Err(Error::new(ruby.exception_runtime_error(), "gave up"));
-                }
-                self.guard_source();
-                let cstr = self.with_cstr(text) as usize;
-                let mut out = 0f64;
-                let out_ptr = &mut out as *mut f64 as usize;
-                magnus::rb_sys::protect(|| unsafe {
-                    *(out_ptr as *mut f64) =
-                        rb_sys::rb_cstr_to_dbl(cstr as *const std::os::raw::c_char, 1);
-                    rb_sys::Qnil as VALUE
-                })?;
-                out
-            }
+            // Out of range, or too many digits to be sure: Ruby's strtod decides, and
+            // warns "Float 1e400 out of range" under -w just as the gem does.
+            None => self.ruby_float(text)?,
         };
         let v = float_value(f);
         self.push(v);
@@ -677,6 +664,21 @@ impl Sink for RubySink {
     fn object(&mut self, pairs: usize) -> Result<(), Error> {
         let values = self.values();
         let start = unsafe { (*values).len() } - 2 * pairs;
+        let hash = self.build_object(start, pairs);
+        unsafe { (*values).truncate(start) };
+        let hash = self.create_addition(hash)?;
+        let hash = self.frozen_if_asked(hash);
+        self.push(hash);
+        Ok(())
+    }
+}
+
+impl RubySink {
+    /// A Hash of the `pairs` key/value pairs at `start` on the value stack (which stay
+    /// there), a later duplicate key's value replacing the earlier one's.
+    #[inline(always)]
+    fn build_object(&mut self, start: usize, pairs: usize) -> VALUE {
+        let values = self.values();
         let hash = if self.direct_hashes {
             let hints = self.stack.hints.len() - pairs;
             let hash = match pairs {
@@ -693,22 +695,15 @@ impl Sink for RubySink {
         } else {
             Err(new_hash(pairs))
         };
-        let hash = match hash {
+        match hash {
             Ok(filled) => filled,
             Err(empty) => {
                 self.bulk_insert(empty, start, pairs);
                 empty
             }
-        };
-        unsafe { (*values).truncate(start) };
-        let hash = self.create_addition(hash)?;
-        let hash = self.frozen_if_asked(hash);
-        self.push(hash);
-        Ok(())
+        }
     }
-}
 
-impl RubySink {
     /// A Hash of the `pairs` (more than 8) pairs at `start` on the value stack, copied
     /// from the template of its keys if there is one (`Err` with an empty Hash if not).
     /// Learns templates as it goes (see [`ShapeCache`]).
@@ -777,5 +772,104 @@ impl RubySink {
                 rb_sys::rb_hash_bulk_insert((2 * pairs) as _, (*values).as_ptr().add(start), hash)
             };
         }
+    }
+}
+
+/// json 3.x's walk (`rusty_core::json::v3`) into the same Ruby values: what differs is
+/// how floats are converted (the walk decides, as json 3 does) and that a Hash whose
+/// keys repeat is an error.
+impl rusty_core::json::v3::Sink for RubySink {
+    type Error = Error;
+
+    #[inline]
+    fn null(&mut self) -> Result<(), Error> {
+        Sink::null(self)
+    }
+
+    #[inline]
+    fn boolean(&mut self, value: bool) -> Result<(), Error> {
+        Sink::boolean(self, value)
+    }
+
+    fn nan(&mut self) -> Result<(), Error> {
+        Sink::nan(self)
+    }
+
+    fn infinity(&mut self, negative: bool) -> Result<(), Error> {
+        Sink::infinity(self, negative)
+    }
+
+    #[inline]
+    fn integer(&mut self, text: &[u8], value: Option<i64>) -> Result<(), Error> {
+        Sink::integer(self, text, value)
+    }
+
+    #[inline]
+    fn float(&mut self, text: &[u8], value: Option<f64>) -> Result<(), Error> {
+        let f = match value {
+            Some(f) => f,
+            None => self.ruby_float(text)?,
+        };
+        self.push(float_value(f));
+        Ok(())
+    }
+
+    #[inline]
+    fn string(&mut self, bytes: &[u8], key: bool) -> Result<(), Error> {
+        Sink::string(self, bytes, key)
+    }
+
+    #[inline]
+    fn array(&mut self, len: usize) -> Result<(), Error> {
+        Sink::array(self, len)
+    }
+
+    #[inline]
+    fn object(&mut self, pairs: usize) -> Result<Option<usize>, Error> {
+        let values = self.values();
+        let start = unsafe { (*values).len() } - 2 * pairs;
+        let hash = self.build_object(start, pairs);
+        if self.check_duplicates
+            && pairs > 1
+            && (unsafe { rb_sys::rb_hash_size_num(hash) } as usize) < pairs
+        {
+            // Keys are interned Strings or Symbols: equal keys are the same object.
+            let keys: Vec<VALUE> =
+                unsafe { (&*values)[start..].iter().step_by(2).copied().collect() };
+            let repeat = (1..keys.len()).find(|&i| keys[..i].contains(&keys[i]));
+            return Ok(repeat);
+        }
+        unsafe { (*values).truncate(start) };
+        let hash = self.frozen_if_asked(hash);
+        self.push(hash);
+        Ok(None)
+    }
+}
+
+impl RubySink {
+    /// The value of the sink's stack at `position` (a key the walk names in a path).
+    pub fn stacked(&self, position: usize) -> VALUE {
+        unsafe { (&*self.values())[position] }
+    }
+
+    /// Ruby's own conversion of a float literal (`rb_cstr_to_dbl`, which warns "Float
+    /// ... out of range" under -w), where json 3 asks Ruby for it. Gives up on the
+    /// option-less fast path when a warning could be printed (see `plain`).
+    fn ruby_float(&mut self, text: &[u8]) -> Result<f64, Error> {
+        if self.plain && unsafe { truthy(*rb_sys::rb_ruby_verbose_ptr()) } {
+            self.gave_up = true;
+            let ruby = unsafe { Ruby::get_unchecked() };
+            // Never raised: the caller sees `gave_up` (this makes no Ruby object).
+            return Err(Error::new(ruby.exception_runtime_error(), "gave up"));
+        }
+        self.guard_source();
+        let cstr = self.with_cstr(text) as usize;
+        let mut out = 0f64;
+        let out_ptr = &mut out as *mut f64 as usize;
+        magnus::rb_sys::protect(|| unsafe {
+            *(out_ptr as *mut f64) = rb_sys::rb_cstr_to_dbl(cstr as *const std::os::raw::c_char, 1);
+            rb_sys::Qnil as VALUE
+        })?;
+        Ok(out)
     }
 }

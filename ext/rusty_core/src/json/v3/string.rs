@@ -1,0 +1,182 @@
+//! json 3.x's strings: finding the closing quote (`json_parse_string`) and unescaping
+//! (`json_string_unescape`), with its errors and the options that relax them.
+
+use super::error::Message;
+use crate::json::generate::find_escape;
+
+/// A string literal's end, or why it was rejected.
+pub(super) enum Scanned {
+    /// The closing quote is at `end`; `escaped` if a backslash came before it.
+    Closed { end: usize, escaped: bool },
+    /// No closing quote: the error is at the end of the source.
+    Unterminated,
+    /// A raw control character at `at`, without `allow_control_characters`.
+    Control { at: usize },
+}
+
+/// Scans the literal whose opening quote is at `start`. A backslash hides the byte after
+/// it, whatever it is (so `\"` does not close the string).
+#[inline(always)]
+pub(super) fn scan(src: &[u8], start: usize, allow_control: bool) -> Scanned {
+    let mut p = find_escape(src, start + 1, false);
+    let mut escaped = false;
+    loop {
+        match src.get(p) {
+            None => return Scanned::Unterminated,
+            Some(b'"') => return Scanned::Closed { end: p, escaped },
+            Some(b'\\') => {
+                escaped = true;
+                p += 2;
+            }
+            Some(_) => {
+                if !allow_control {
+                    return Scanned::Control { at: p };
+                }
+                p += 1;
+            }
+        }
+        if p >= src.len() {
+            return Scanned::Unterminated;
+        }
+        p = find_escape(src, p, false);
+    }
+}
+
+/// An unescaping error: its message and the byte the gem's cursor is put at.
+#[derive(Clone, Copy)]
+pub(super) struct Rejected {
+    pub message: Message,
+    pub at: usize,
+}
+
+#[inline(always)]
+fn hex_digit(b: u8) -> Option<u32> {
+    match b {
+        b'0'..=b'9' => Some((b - b'0') as u32),
+        b'a'..=b'f' => Some((b - b'a' + 10) as u32),
+        b'A'..=b'F' => Some((b - b'A' + 10) as u32),
+        _ => None,
+    }
+}
+
+/// `unescape_unicode`: the four hex digits at `at` (after a `\u` at `at - 2`), which must
+/// lie before `end`.
+fn hex4(src: &[u8], at: usize, end: usize) -> Result<u32, Rejected> {
+    let incomplete = Rejected {
+        message: Message::IncompleteUnicode,
+        at: at - 2,
+    };
+    if at + 4 > end {
+        return Err(incomplete);
+    }
+    let mut value = 0;
+    for &b in &src[at..at + 4] {
+        value = (value << 4) | hex_digit(b).ok_or(incomplete)?;
+    }
+    Ok(value)
+}
+
+fn push_utf8(out: &mut Vec<u8>, ch: u32) {
+    let mut buf = [0u8; 4];
+    match char::from_u32(ch) {
+        Some(c) => out.extend_from_slice(c.encode_utf8(&mut buf).as_bytes()),
+        // Surrogates never get here: lone ones are rejected, pairs are combined.
+        None => out.push(b'?'),
+    }
+}
+
+/// Appends the unescaped contents `src[begin..end]` (between the quotes of a literal
+/// [`scan`] accepted) to `out`.
+pub(super) fn unescape(
+    src: &[u8],
+    begin: usize,
+    end: usize,
+    allow_control: bool,
+    allow_invalid_escape: bool,
+    out: &mut Vec<u8>,
+) -> Result<(), Rejected> {
+    // `copied`: start of the bytes not yet copied (the gem's `p`, where surrogate errors
+    // point); `pe`: where the next backslash is looked for.
+    let mut copied = begin;
+    let mut pe = begin;
+    while pe < end {
+        let Some(off) = memchr::memchr(b'\\', &src[pe..end]) else {
+            break;
+        };
+        let backslash = pe + off;
+        out.extend_from_slice(&src[copied..backslash]);
+        pe = backslash + 1;
+        let c = src[pe];
+        let simple = match c {
+            b'"' | b'/' => {
+                // The character itself is copied with the next run.
+                copied = pe;
+                continue;
+            }
+            b'\\' => b'\\',
+            b'n' => b'\n',
+            b'r' => b'\r',
+            b't' => b'\t',
+            b'b' => 0x08,
+            b'f' => 0x0c,
+            b'u' => {
+                let mut ch = hex4(src, pe + 1, end)?;
+                pe += 4; // the last hex digit
+                if ch & 0xFC00 == 0xD800 {
+                    pe += 1;
+                    if pe + 6 <= end && src[pe] == b'\\' && src[pe + 1] == b'u' {
+                        let sur = hex4(src, pe + 2, end)?;
+                        if sur & 0xFC00 != 0xDC00 {
+                            return Err(Rejected {
+                                message: Message::InvalidSurrogate,
+                                at: copied,
+                            });
+                        }
+                        ch =
+                            (((ch & 0x3F) << 10) | ((((ch >> 6) & 0xF) + 1) << 16)) | (sur & 0x3FF);
+                        pe += 5;
+                    } else {
+                        return Err(Rejected {
+                            message: Message::IncompleteSurrogate,
+                            at: copied,
+                        });
+                    }
+                } else if ch & 0xFC00 == 0xDC00 {
+                    return Err(Rejected {
+                        message: Message::UnpairedTrailingSurrogate,
+                        at: copied,
+                    });
+                }
+                push_utf8(out, ch);
+                pe += 1;
+                copied = pe;
+                continue;
+            }
+            _ => {
+                if c < 0x20 && !allow_control {
+                    let message = match c {
+                        b'\n' => Message::UnescapedNewline,
+                        0 => Message::UnescapedNull,
+                        _ => Message::ControlCharacter,
+                    };
+                    return Err(Rejected {
+                        message,
+                        at: backslash,
+                    });
+                }
+                if !allow_invalid_escape {
+                    return Err(Rejected {
+                        message: Message::InvalidEscape,
+                        at: backslash,
+                    });
+                }
+                c
+            }
+        };
+        out.push(simple);
+        pe += 1;
+        copied = pe;
+    }
+    out.extend_from_slice(&src[copied..end]);
+    Ok(())
+}
