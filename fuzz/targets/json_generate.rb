@@ -15,13 +15,19 @@ module Fuzz
     OPTIONS = [nil, {}, { allow_nan: true }, { ascii_only: true }, { escape_slash: true },
                { indent: "  ", space: " ", object_nl: "\n", array_nl: "\n" }, { max_nesting: 3 },
                { ascii_only: true, allow_nan: true, indent: "\t" }].freeze
+    # json 3's: script_safe for escape_slash, and its own options.
+    OPTIONS_V3 = (OPTIONS.map { |o| o && JSONGenParity.for_this_json(o) } +
+                  [{ strict: true }, { strict: true, as_json: ->(o, k) { k ? o.to_s : [o.class.name] } },
+                   { sort_keys: true }, { allow_duplicate_key: true }, { script_safe: true, ascii_only: true },
+                   { depth: 2, indent: " ", array_nl: "\n" }]).freeze
 
     def skip_reason
       JSONGenParity.proven? ? nil : JSONGenParity.unproven_message
     end
 
     def next_case
-      [value(0), OPTIONS.sample(random: @rng), %i[generate pretty_generate to_json].sample(random: @rng)]
+      options = JSONParity.v3? ? OPTIONS_V3 : OPTIONS
+      [value(0), options.sample(random: @rng), %i[generate pretty_generate to_json].sample(random: @rng)]
     end
 
     def outcomes(cases)
@@ -43,14 +49,16 @@ module Fuzz
     end
 
     def value(depth)
-      case @rng.rand(depth > 4 ? 5 : 7)
+      # Other objects (to_s, #to_json, strict mode's as_json, Fragments) on json 3 only.
+      case @rng.rand(depth > 4 ? 5 : (JSONParity.v3? ? 8 : 7))
       when 0 then [nil, true, false].sample(random: @rng)
       when 1 then [@rng.rand(-2**70..2**70), @rng.rand(-100..100), 2**62, -2**62 - 1, 2**64].sample(random: @rng)
       when 2 then float
       when 3 then string
       when 4 then symbol
       when 5 then Array.new(@rng.rand(0..5)) { value(depth + 1) }
-      else Array.new(@rng.rand(0..5)) { [[string, symbol, @rng.rand(10)].sample(random: @rng), value(depth + 1)] }.to_h
+      when 6 then Array.new(@rng.rand(0..5)) { [[string, symbol, @rng.rand(10)].sample(random: @rng), value(depth + 1)] }.to_h
+      else [Object.new.tap { |o| o.instance_variable_set(:@v, 1) }, 1r, (1..2), JSON::Fragment.new("[1]")].sample(random: @rng)
       end
     end
 

@@ -47,7 +47,7 @@ module RustyStdlib
     PROVEN_VERSIONS = %w[2.6.1 2.6.3 2.9.1 3.1.0].freeze
     # json gem versions whose generator spec/json/generator_spec.rb proves we match
     # (2.9.1's State API and differences: ext/rusty_stdlib/src/json/generator/state_v2_9.rs).
-    GENERATOR_PROVEN_VERSIONS = %w[2.6.1 2.6.3 2.9.1].freeze
+    GENERATOR_PROVEN_VERSIONS = %w[2.6.1 2.6.3 2.9.1 3.1.0].freeze
 
     @generator_installed = false
 
@@ -117,8 +117,13 @@ module RustyStdlib
         own_to_json_method(stdlib_generator::GeneratorMethods.const_get(name, false))
       end
 
-      # Our generator module tree (native State and to_json, plus the Ruby extras).
+      # Our generator module tree (native State and to_json, plus the Ruby extras; on
+      # json 3 a module holding our State).
       def generator
+        if v3?
+          require_relative "json/generator_v3"
+          return V3::Generator
+        end
         require_relative "json/generator"
         Generator
       end
@@ -166,8 +171,13 @@ module RustyStdlib
         end
         return if generator_unsupported_reason
 
-        install_generator(generator)
-        swap_plain(:generate, PlainGenerate)
+        if v3?
+          ::JSON.generator = generator
+          swap_plain(:generate, V3::PlainGenerate)
+        else
+          install_generator(generator)
+          swap_plain(:generate, PlainGenerate)
+        end
         @generator_installed = true
       end
 

@@ -31,6 +31,9 @@ module JSONGenParity
   # `generator`'s own #to_json for `object` (GeneratorMethods::<name>), whatever the
   # object's ancestors say (ours is prepended to the gem's module).
   def self.to_json(generator, object, name, *args)
+    # json 3's #to_json is its Ruby code in JSON::GeneratorMethods, which calls JSON::State.
+    return object.to_json(*args) if JSONParity.v3?
+
     method = if generator.equal?(STDLIB)
                RustyStdlib::JSON.stdlib_to_json(name)
              else
@@ -72,14 +75,38 @@ module JSONGenParity
     }
   }.freeze
 
+  # json 3's: no fast_generate, no GeneratorMethods (#to_json is json's Ruby code, which
+  # calls JSON::State), keyword options, JSON.dump and JSON::Coder.
+  ENTRY_POINTS_V3 = {
+    generate: ->(_g, v, o) { JSON.generate(v, o) },
+    generate_plain: ->(_g, v, _o) { JSON.generate(v) },
+    pretty_generate: ->(_g, v, o) { JSON.pretty_generate(v, o) },
+    state_generate: ->(_g, v, o) { JSON::State.new(o).generate(v) },
+    generate_with_state: ->(_g, v, o) { JSON.generate(v, JSON::State.new(o)) },
+    brackets: ->(_g, v, o) { JSON[v, o] },
+    to_json_state: ->(_g, v, o) { v.to_json(JSON::State.new(o)) },
+    to_json_plain: ->(_g, v, _o) { v.to_json },
+    dump: ->(_g, v, o) { JSON.dump(v, nil, nil, o.transform_keys { |k| k.is_a?(String) ? k.to_sym : k }) },
+    coder: ->(_g, v, o) { JSON::Coder.new(**o.transform_keys(&:to_sym)).dump(v) }
+  }.freeze
+
   # Under GC stress, three entry points stand for the others (they share one path:
   # generate with options is state_generate's).
   STRESS_ENTRY_POINTS = %i[generate_plain state_generate to_json_state].freeze
 
   def expect_all_entry_points(value, opts = {})
-    entries = Parity::GC_STRESS ? ENTRY_POINTS.slice(*STRESS_ENTRY_POINTS) : ENTRY_POINTS
+    points = JSONParity.v3? ? ENTRY_POINTS_V3 : ENTRY_POINTS
+    opts = JSONGenParity.for_this_json(opts)
+    entries = Parity::GC_STRESS ? points.slice(*STRESS_ENTRY_POINTS) : points
     entries.each_value do |entry|
       expect_gen_parity { |g| entry.call(g, value, opts) }
     end
+  end
+
+  # json 2's options in json 3's words: escape_slash is script_safe there.
+  def self.for_this_json(opts)
+    return opts unless JSONParity.v3?
+
+    opts.to_h { |k, v| [k == :escape_slash ? :script_safe : k, v] }
   end
 end

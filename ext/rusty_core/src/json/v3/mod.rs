@@ -17,6 +17,7 @@
 //! with [`position::snippet`] and [`position::line_column`].
 
 mod error;
+pub mod fpconv;
 mod number;
 mod parser;
 pub mod position;

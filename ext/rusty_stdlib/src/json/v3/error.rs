@@ -123,6 +123,15 @@ fn duplicate_message(key: VALUE, line: usize, column: usize) -> Result<VALUE, Er
 /// `unknown keyword: x` (one) or `unknown keywords: x, y` (several), for the keys of
 /// `opts` that `known` refuses, in the Hash's order.
 pub fn unknown_keywords(opts: VALUE, known: fn(VALUE) -> bool) -> Error {
+    unknown_keywords_where(opts, known)
+}
+
+/// [`unknown_keywords`] for the keys of `opts` not in `known`.
+pub fn unknown_keywords_in(opts: VALUE, known: &[VALUE]) -> Error {
+    unknown_keywords_where(opts, |key| known.contains(&key))
+}
+
+fn unknown_keywords_where(opts: VALUE, known: impl Fn(VALUE) -> bool) -> Error {
     let result = protect(|| unsafe {
         let unknown = rb_sys::rb_ary_new();
         // Pushing allocates but runs no Ruby code.

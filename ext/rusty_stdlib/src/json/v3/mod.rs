@@ -10,6 +10,8 @@
 
 mod config;
 mod error;
+mod generate;
+mod state;
 
 use magnus::{method, prelude::*, Error, RModule, Ruby};
 
@@ -33,5 +35,6 @@ pub fn init(ruby: &Ruby, json: RModule) -> Result<(), Error> {
         "try_parse",
         crate::scrubbing!(method!(config::try_parse, 1); source),
     )?;
+    state::define(ruby, v3)?;
     Ok(())
 }

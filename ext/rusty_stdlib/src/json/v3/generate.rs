@@ -1,0 +1,798 @@
+//! json 3's generation (`generate_json` and friends in its generator.c): each value by
+//! its type and exact class, Hash keys, the layout, strict mode's `as_json`, Fragments,
+//! `sort_keys`, the Hashes whose String and Symbol keys collide, and floats in json 3's own
+//! text (`rusty_core::json::v3::fpconv`).
+
+use magnus::{
+    prelude::*,
+    rb_sys::{protect, AsRawValue, FromRawValue},
+    Error, ExceptionClass, RClass, RModule, RString, Ruby, Value,
+};
+use rb_sys::{ruby_coderange_type, ruby_value_type, VALUE};
+use rusty_core::json as core;
+
+use super::state::{self, Config, Duplicates, State, STATE_CLASS};
+use crate::helpers::error::c_error;
+use crate::helpers::raw::{class_of, coderange, encoding_index};
+use crate::helpers::reentry::once;
+
+const QNIL: VALUE = rb_sys::Qnil as VALUE;
+const QFALSE: VALUE = rb_sys::Qfalse as VALUE;
+const QTRUE: VALUE = rb_sys::Qtrue as VALUE;
+
+/// What a continuation returning into a finished generation is told (helpers::reentry).
+const GENERATE: &str = "JSON.generate";
+
+/// Whether a value whose class is a subclass of Hash, Array, String or Float (or has a
+/// singleton class) goes through its `#to_json` (`generate`) or is written by its type
+/// (`_generate_no_fallback`, what `#to_json` itself calls for the receiver).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Fallback {
+    Yes,
+    No,
+}
+
+/// One generation (the gem's `generate_json_data`).
+struct Gen<'r> {
+    ruby: &'r Ruby,
+    config: Config,
+    depth: i64,
+    out: Vec<u8>,
+    /// The State handed to `#to_json` calls: a copy of the generation's made at the first
+    /// one (`vstate_spill`), whose settings the rest of the generation then reads.
+    vstate: Option<Value>,
+}
+
+fn json_class(ruby: &Ruby, name: &str) -> Result<ExceptionClass, Error> {
+    let json: RModule = ruby.class_object().const_get("JSON")?;
+    json.const_get(name)
+}
+
+/// `CLASS_OF(obj)`: the singleton class where there is one.
+fn class_of_value(v: Value) -> Value {
+    let raw = v.as_raw();
+    let class = if rb_sys::SPECIAL_CONST_P(raw) {
+        // Immediates have no singleton class of their own (nil's is NilClass).
+        unsafe { rb_sys::rb_obj_class(raw) }
+    } else {
+        class_of(raw)
+    };
+    unsafe { Value::from_raw(class) }
+}
+
+/// The gem's `raise_generator_error`: a GeneratorError whose message (made UTF-8) is
+/// `message`, carrying `invalid` as `invalid_object`.
+fn generator_error(ruby: &Ruby, invalid: Value, message: RString) -> Error {
+    let build = || -> Result<Error, Error> {
+        unsafe { rb_sys::rb_enc_associate_index(message.as_raw(), rb_sys::rb_utf8_encindex()) };
+        let class = json_class(ruby, "GeneratorError")?;
+        let exception = class.new_instance((message,))?;
+        unsafe {
+            rb_sys::rb_ivar_set(
+                exception.as_raw(),
+                rb_sys::rb_intern(c"@invalid_object".as_ptr()),
+                invalid.as_raw(),
+            )
+        };
+        Ok(Error::from(exception))
+    };
+    match build() {
+        Ok(e) | Err(e) => e,
+    }
+}
+
+/// "<class> not allowed in JSON" / "... as object key in JSON", the class as `to_s` gives it.
+fn not_allowed(ruby: &Ruby, obj: Value, what: &str) -> Error {
+    let class = class_of_value(obj);
+    let name = match once(GENERATE, "to_s", || {
+        protect(|| unsafe { rb_sys::rb_str_dup(rb_sys::rb_obj_as_string(class.as_raw())) })
+    }) {
+        Ok(name) => unsafe { Value::from_raw(name) },
+        Err(e) => return e,
+    };
+    let message = RString::from_value(name).expect("a String");
+    message.cat(what);
+    generator_error(ruby, obj, message)
+}
+
+fn check_type(v: Value, t: ruby_value_type) -> Result<(), Error> {
+    let raw = v.as_raw();
+    if unsafe { rb_sys::RB_TYPE_P(raw, t) } {
+        return Ok(());
+    }
+    protect(|| {
+        unsafe { rb_sys::rb_check_type(raw, t as i32) };
+        QNIL
+    })?;
+    Ok(())
+}
+
+/// `valid_json_string_p`: ASCII, or valid UTF-8 (in UTF-8 or US-ASCII).
+#[inline(always)]
+fn valid_string(s: VALUE) -> bool {
+    let range = coderange(s);
+    if range == ruby_coderange_type::RUBY_ENC_CODERANGE_7BIT as u32 {
+        return true;
+    }
+    if range == ruby_coderange_type::RUBY_ENC_CODERANGE_VALID as u32 {
+        let index = encoding_index(s);
+        return index == unsafe { rb_sys::rb_utf8_encindex() }
+            || index == unsafe { rb_sys::rb_usascii_encindex() };
+    }
+    false
+}
+
+/// Runs `generate_json` (or its no-fallback form) on `obj` with `config`; `state` is the
+/// State the call came from (None for `State.generate`). The result is a UTF-8 String, or
+/// with an IO given, the IO after one `write` of it.
+pub fn generate(
+    ruby: &Ruby,
+    state: Option<Value>,
+    config: Config,
+    obj: Value,
+    io: Value,
+    fallback: Fallback,
+) -> Result<Value, Error> {
+    if config.rfc8785 {
+        return rfc8785(ruby, state, obj, io, fallback);
+    }
+    let capacity = config.buffer_initial_length.clamp(1, 1 << 20) as usize;
+    let mut gen = Gen {
+        ruby,
+        config,
+        depth: config.depth,
+        out: Vec::with_capacity(capacity),
+        vstate: None,
+    };
+    gen.value(obj, fallback == Fallback::Yes)?;
+    let out = &gen.out;
+    let text = unsafe { rb_sys::rb_utf8_str_new(out.as_ptr() as *const _, out.len() as _) };
+    let text = unsafe { Value::from_raw(text) };
+    std::hint::black_box(gen.vstate);
+    if io.is_nil() {
+        return Ok(text);
+    }
+    let _: Value = io.funcall("write", (text,))?;
+    Ok(io)
+}
+
+/// RFC 8785 output is the gem's (its number formatter and key order are Ruby procs of
+/// json's own): a State of the gem's with this one's settings writes it.
+fn rfc8785(
+    ruby: &Ruby,
+    state: Option<Value>,
+    obj: Value,
+    io: Value,
+    fallback: Fallback,
+) -> Result<Value, Error> {
+    // `State.generate` hands the gem its options itself (state.rs); a State of ours
+    // passes its settings.
+    let settings: Value = match state {
+        Some(state) => state.funcall("to_h", ())?,
+        None => ruby.hash_new().as_value(),
+    };
+    let gem = state::gem_state_class(ruby)?.new_instance((settings,))?;
+    let method = match fallback {
+        Fallback::Yes => "generate",
+        Fallback::No => "_generate_no_fallback",
+    };
+    gem.funcall(method, (obj, io))
+}
+
+impl Gen<'_> {
+    /// `increase_depth`.
+    #[inline(always)]
+    fn enter(&mut self) -> Result<i64, Error> {
+        self.depth += 1;
+        let depth = self.depth;
+        if self.config.max_nesting != 0 && depth > self.config.max_nesting {
+            let class = json_class(self.ruby, "NestingError")?;
+            return Err(c_error(
+                self.ruby,
+                class,
+                &format!(
+                    "nesting of {depth} is too deep. Did you try to serialize objects with circular references?"
+                ),
+            ));
+        }
+        Ok(depth)
+    }
+
+    #[inline(always)]
+    fn push_value(&mut self, v: VALUE) {
+        if v != 0 {
+            self.out
+                .extend_from_slice(crate::helpers::raw::str_bytes(v));
+        }
+    }
+
+    #[inline(always)]
+    fn indent(&mut self, depth: i64) {
+        if self.config.indent != 0 {
+            let indent = crate::helpers::raw::str_bytes(self.config.indent);
+            for _ in 0..depth {
+                self.out.extend_from_slice(indent);
+            }
+        }
+    }
+
+    /// `generate_json_general`.
+    fn value(&mut self, obj: Value, fallback: bool) -> Result<(), Error> {
+        self.value_from(obj, fallback, false)
+    }
+
+    /// `generate_json_general` from where `as_json_called` says it is: once strict mode's
+    /// `as_json` gave the value, it is not asked again.
+    fn value_from(
+        &mut self,
+        obj: Value,
+        fallback: bool,
+        as_json_called: bool,
+    ) -> Result<(), Error> {
+        let mut obj = obj;
+        let mut as_json_called = as_json_called;
+        loop {
+            let raw = obj.as_raw();
+            let literal: Option<&[u8]> = match raw {
+                QNIL => Some(b"null"),
+                QFALSE => Some(b"false"),
+                QTRUE => Some(b"true"),
+                _ => None,
+            };
+            if let Some(literal) = literal {
+                self.out.extend_from_slice(literal);
+                return Ok(());
+            }
+            if raw & 1 == 1 {
+                core::write_i64((raw as i64) >> 1, &mut self.out);
+                return Ok(());
+            }
+            if rb_sys::FLONUM_P(raw) {
+                return self.float(obj);
+            }
+            if rb_sys::STATIC_SYM_P(raw) {
+                return self.symbol(obj);
+            }
+            if rb_sys::SPECIAL_CONST_P(raw) {
+                // Anything else immediate: the general way.
+                match self.general(obj, as_json_called)? {
+                    Some(coerced) => {
+                        obj = coerced;
+                        as_json_called = true;
+                        continue;
+                    }
+                    None => return Ok(()),
+                }
+            }
+            let klass = class_of(raw);
+            let ruby = self.ruby;
+            let exact = |class: RClass| klass == class.as_raw();
+            let next = match unsafe { rb_sys::RB_BUILTIN_TYPE(raw) } {
+                ruby_value_type::RUBY_T_BIGNUM => return self.bignum(obj),
+                ruby_value_type::RUBY_T_HASH if !fallback || exact(ruby.class_hash()) => {
+                    return self.object(obj);
+                }
+                ruby_value_type::RUBY_T_ARRAY if !fallback || exact(ruby.class_array()) => {
+                    return self.array(obj);
+                }
+                ruby_value_type::RUBY_T_STRING if !fallback || exact(ruby.class_string()) => {
+                    if valid_string(raw) {
+                        return self.raw_string(obj);
+                    }
+                    if as_json_called {
+                        let message = ruby.str_new("source sequence is illegal/malformed utf-8");
+                        return Err(generator_error(ruby, obj, message));
+                    }
+                    Some(self.valid_encoding(obj, false, false)?)
+                }
+                ruby_value_type::RUBY_T_SYMBOL => return self.symbol(obj),
+                ruby_value_type::RUBY_T_FLOAT if !fallback || exact(ruby.class_float()) => {
+                    return self.float(obj);
+                }
+                ruby_value_type::RUBY_T_STRUCT if klass == fragment_class(ruby)? => {
+                    return self.fragment(obj);
+                }
+                _ => self.general(obj, as_json_called)?,
+            };
+            match next {
+                Some(coerced) => {
+                    obj = coerced;
+                    as_json_called = true;
+                }
+                None => return Ok(()),
+            }
+        }
+    }
+
+    /// A value of no JSON type: in strict mode `as_json` (once) or an error, else its
+    /// `#to_json` or `#to_s`. `Some(value)` when `as_json` gave a value to write instead.
+    fn general(&mut self, obj: Value, as_json_called: bool) -> Result<Option<Value>, Error> {
+        if self.config.strict {
+            if self.config.as_json != 0 && !as_json_called {
+                return self.as_json(obj, false).map(Some);
+            }
+            return Err(not_allowed(self.ruby, obj, " not allowed in JSON"));
+        }
+        self.fallback(obj)?;
+        Ok(None)
+    }
+
+    fn as_json(&mut self, obj: Value, key: bool) -> Result<Value, Error> {
+        let proc = self.config.as_json;
+        let args = [obj.as_raw(), if key { QTRUE } else { QFALSE }];
+        let result = once(GENERATE, "as_json", || {
+            protect(|| unsafe { rb_sys::rb_proc_call_with_block(proc, 2, args.as_ptr(), QNIL) })
+        })?;
+        Ok(unsafe { Value::from_raw(result) })
+    }
+
+    /// `generate_json_fallback`: `#to_json(state)` if it answers to it, else `#to_s`.
+    fn fallback(&mut self, obj: Value) -> Result<(), Error> {
+        if once(GENERATE, "respond_to?", || obj.respond_to("to_json", false))? {
+            let vstate = self.spilled()?;
+            state::get(vstate)?.config.borrow_mut().depth = self.depth;
+            let written: Value = once(GENERATE, "to_json", || obj.funcall("to_json", (vstate,)))?;
+            // The copy may have been changed: the rest of the generation reads it.
+            let depth = self.depth;
+            self.config = *state::get(vstate)?.config.borrow();
+            self.depth = depth;
+            check_type(written, ruby_value_type::RUBY_T_STRING)?;
+            self.push_value(written.as_raw());
+            Ok(())
+        } else {
+            let s: Value = once(GENERATE, "to_s", || obj.funcall("to_s", ()))?;
+            check_type(s, ruby_value_type::RUBY_T_STRING)?;
+            self.string(s)
+        }
+    }
+
+    /// The State `#to_json` is given: made at the first call from the generation's
+    /// settings (`vstate_spill`), an instance of our State class itself.
+    fn spilled(&mut self) -> Result<Value, Error> {
+        if let Some(v) = self.vstate {
+            return Ok(v);
+        }
+        let copy = State {
+            config: std::cell::RefCell::new(self.config),
+        };
+        let class = self.ruby.get_inner(&STATE_CLASS);
+        let v = self.ruby.obj_wrap_as(copy, class).as_value();
+        self.vstate = Some(v);
+        Ok(v)
+    }
+
+    fn symbol(&mut self, obj: Value) -> Result<(), Error> {
+        if self.config.strict {
+            let name = unsafe { Value::from_raw(rb_sys::rb_sym2str(obj.as_raw())) };
+            self.string(name)
+        } else {
+            self.fallback(obj)
+        }
+    }
+
+    fn bignum(&mut self, obj: Value) -> Result<(), Error> {
+        let s: Value = once(GENERATE, "to_s", || obj.funcall("to_s", ()))?;
+        let mut raw = s.as_raw();
+        if unsafe { !rb_sys::RB_TYPE_P(raw, ruby_value_type::RUBY_T_STRING) } {
+            let slot = &mut raw as *mut VALUE as usize;
+            raw = protect(|| unsafe { rb_sys::rb_string_value(slot as *mut VALUE) })?;
+        }
+        self.push_value(raw);
+        Ok(())
+    }
+
+    fn float(&mut self, obj: Value) -> Result<(), Error> {
+        let f = unsafe { rb_sys::rb_float_value(obj.as_raw()) };
+        if f.is_finite() {
+            core::v3::fpconv::write_f64(f, &mut self.out);
+            return Ok(());
+        }
+        if self.config.allow_nan {
+            let s: Value = once(GENERATE, "to_s", || obj.funcall("to_s", ()))?;
+            check_type(s, ruby_value_type::RUBY_T_STRING)?;
+            self.push_value(s.as_raw());
+            return Ok(());
+        }
+        if self.config.strict && self.config.as_json != 0 {
+            let cast = self.as_json(obj, false)?;
+            if cast.as_raw() != obj.as_raw() {
+                self.enter()?;
+                self.value(cast, true)?;
+                self.depth -= 1;
+                return Ok(());
+            }
+        }
+        let text: Value = once(GENERATE, "to_s", || obj.funcall("to_s", ()))?;
+        let message = unsafe { rb_sys::rb_str_dup(rb_sys::rb_obj_as_string(text.as_raw())) };
+        let message = RString::from_value(unsafe { Value::from_raw(message) }).expect("a String");
+        message.cat(" not allowed in JSON");
+        Err(generator_error(self.ruby, obj, message))
+    }
+
+    fn fragment(&mut self, obj: Value) -> Result<(), Error> {
+        let json = unsafe { rb_sys::rb_struct_aref(obj.as_raw(), rb_sys::rb_int2inum(0)) };
+        let json = unsafe { Value::from_raw(json) };
+        check_type(json, ruby_value_type::RUBY_T_STRING)?;
+        self.push_value(json.as_raw());
+        Ok(())
+    }
+
+    /// `generate_json_string`: a String made valid first. What strict mode's `as_json`
+    /// gives in place of an invalid one is written as any value is (not asked again).
+    fn string(&mut self, s: Value) -> Result<(), Error> {
+        let valid = self.valid_encoding(s, false, false)?;
+        if valid.as_raw() == s.as_raw() {
+            return self.raw_string(s);
+        }
+        self.value_from(valid, true, true)
+    }
+
+    /// `ensure_valid_encoding`: the String as it is when valid; else what strict mode's
+    /// `as_json` makes of it, or the String converted to UTF-8 (the conversion's failure a
+    /// GeneratorError carrying the String).
+    fn valid_encoding(
+        &mut self,
+        s: Value,
+        as_json_called: bool,
+        key: bool,
+    ) -> Result<Value, Error> {
+        if valid_string(s.as_raw()) {
+            return Ok(s);
+        }
+        let ruby = self.ruby;
+        if !as_json_called && self.config.strict && self.config.as_json != 0 {
+            let coerced = self.as_json(s, false)?;
+            if coerced.as_raw() != s.as_raw() {
+                if unsafe { rb_sys::RB_TYPE_P(coerced.as_raw(), ruby_value_type::RUBY_T_STRING) } {
+                    if !valid_string(coerced.as_raw()) {
+                        let message = ruby.str_new("source sequence is illegal/malformed utf-8");
+                        return Err(generator_error(ruby, s, message));
+                    }
+                } else if key {
+                    return Err(not_allowed(
+                        ruby,
+                        coerced,
+                        " not allowed as object key in JSON",
+                    ));
+                }
+                return Ok(coerced);
+            }
+        }
+        let utf8: Value = ruby.class_encoding().const_get("UTF_8")?;
+        match once(GENERATE, "encode", || {
+            s.funcall::<_, _, Value>("encode", (utf8,))
+        }) {
+            Ok(converted) => Ok(converted),
+            Err(e) if e.is_kind_of(ruby.exception_standard_error()) => {
+                let Some(exception) = e.value() else {
+                    return Err(e);
+                };
+                let message: Value = exception.funcall("message", ())?;
+                let message = RString::from_value(message)
+                    .ok_or_else(|| Error::new(ruby.exception_type_error(), "message"))?;
+                let error = generator_error(ruby, s, message);
+                // Raised inside the gem's rescue: the conversion error is its cause.
+                if let Some(raised) = error.value() {
+                    unsafe {
+                        rb_sys::rb_ivar_set(
+                            raised.as_raw(),
+                            rb_sys::rb_intern(c"cause".as_ptr()),
+                            exception.as_raw(),
+                        )
+                    };
+                }
+                Err(error)
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// `raw_generate_json_string`: a valid String's escaped text, quoted.
+    #[inline]
+    fn raw_string(&mut self, s: Value) -> Result<(), Error> {
+        let raw = s.as_raw();
+        let range = coderange(raw);
+        if range != ruby_coderange_type::RUBY_ENC_CODERANGE_7BIT as u32
+            && range != ruby_coderange_type::RUBY_ENC_CODERANGE_VALID as u32
+        {
+            let message = self
+                .ruby
+                .str_new("source sequence is illegal/malformed utf-8");
+            return Err(generator_error(self.ruby, s, message));
+        }
+        let bytes = crate::helpers::raw::str_bytes(raw);
+        let mark = self.out.len();
+        if self.config.ascii_only {
+            self.out.push(b'"');
+            // Valid UTF-8: escaping cannot fail.
+            let _ = core::escape_string(bytes, true, self.config.script_safe, &mut self.out);
+            self.out.push(b'"');
+        } else {
+            core::quote_valid_utf8(bytes, self.config.script_safe, &mut self.out);
+            if self.config.script_safe {
+                core::escape_js_separators(&mut self.out, mark);
+            }
+        }
+        Ok(())
+    }
+
+    fn array(&mut self, obj: Value) -> Result<(), Error> {
+        let raw = obj.as_raw();
+        let depth = self.enter()?;
+        if unsafe { rb_sys::RARRAY_LEN(raw) } == 0 {
+            self.out.extend_from_slice(b"[]");
+            self.depth -= 1;
+            return Ok(());
+        }
+        self.out.push(b'[');
+        self.push_value(self.config.array_nl);
+        let mut i = 0;
+        // Length and element read afresh each time: a #to_json may change the Array.
+        while i < unsafe { rb_sys::RARRAY_LEN(raw) } {
+            if i > 0 {
+                self.out.push(b',');
+                self.push_value(self.config.array_nl);
+            }
+            self.indent(depth);
+            let element = unsafe { rb_sys::rb_ary_entry(raw, i) };
+            self.value(unsafe { Value::from_raw(element) }, true)?;
+            i += 1;
+        }
+        let depth = depth - 1;
+        self.depth = depth;
+        if self.config.array_nl != 0 {
+            self.push_value(self.config.array_nl);
+            self.indent(depth);
+        }
+        self.out.push(b']');
+        Ok(())
+    }
+
+    fn object(&mut self, obj: Value) -> Result<(), Error> {
+        let mut hash = obj;
+        if self.config.sort_keys != 0 {
+            let proc = self.config.sort_keys;
+            let arg = [hash.as_raw()];
+            let sorted = once(GENERATE, "sort_keys", || {
+                protect(|| unsafe { rb_sys::rb_proc_call_with_block(proc, 1, arg.as_ptr(), QNIL) })
+            })?;
+            hash = unsafe { Value::from_raw(sorted) };
+            check_type(hash, ruby_value_type::RUBY_T_HASH)?;
+        }
+        let raw = hash.as_raw();
+        self.enter()?;
+        if unsafe { rb_sys::rb_hash_size_num(raw) } == 0 {
+            self.out.extend_from_slice(b"{}");
+            self.depth -= 1;
+            return Ok(());
+        }
+        self.out.push(b'{');
+        let mut walk = PairWalk {
+            gen: self,
+            hash,
+            first: true,
+            first_key_type: ruby_value_type::RUBY_T_NONE,
+            mixed_seen: false,
+            result: Ok(()),
+        };
+        let walk_ptr = &mut walk as *mut PairWalk as VALUE;
+        let walked = protect(|| unsafe {
+            rb_sys::rb_hash_foreach(raw, Some(walk_pair), walk_ptr);
+            QNIL
+        });
+        walk.result?;
+        walked?;
+        self.depth -= 1;
+        let depth = self.depth;
+        if self.config.object_nl != 0 {
+            self.push_value(self.config.object_nl);
+            self.indent(depth);
+        }
+        self.out.push(b'}');
+        std::hint::black_box(hash);
+        Ok(())
+    }
+
+    /// `json_object_i`: one pair.
+    fn pair(&mut self, walk: &mut PairState, key: Value, value: Value) -> Result<(), Error> {
+        let ruby = self.ruby;
+        let mut key = key;
+        let mut key_type = unsafe { rb_sys::RB_TYPE(key.as_raw()) };
+        if walk.first {
+            walk.first = false;
+            walk.first_key_type = key_type;
+        } else {
+            self.out.push(b',');
+        }
+        self.push_value(self.config.object_nl);
+        self.indent(self.depth);
+        let mut as_json_called = false;
+        let key_string = loop {
+            match key_type {
+                ruby_value_type::RUBY_T_STRING => {
+                    if walk.first_key_type != ruby_value_type::RUBY_T_STRING {
+                        self.mixed_keys(walk)?;
+                    }
+                    if class_of(key.as_raw()) == ruby.class_string().as_raw() {
+                        break key;
+                    }
+                    break self.string_subclass_key(key)?;
+                }
+                ruby_value_type::RUBY_T_SYMBOL => {
+                    if walk.first_key_type != ruby_value_type::RUBY_T_SYMBOL {
+                        self.mixed_keys(walk)?;
+                    }
+                    break unsafe { Value::from_raw(rb_sys::rb_sym2str(key.as_raw())) };
+                }
+                _ => {
+                    if self.config.strict {
+                        if self.config.as_json != 0 && !as_json_called {
+                            key = self.as_json(key, true)?;
+                            key_type = unsafe { rb_sys::RB_TYPE(key.as_raw()) };
+                            as_json_called = true;
+                            continue;
+                        }
+                        return Err(not_allowed(ruby, key, " not allowed as object key in JSON"));
+                    }
+                    let raw = key.as_raw();
+                    let converted = once(GENERATE, "to_s", || {
+                        protect(|| unsafe {
+                            rb_sys::rb_convert_type(
+                                raw,
+                                ruby_value_type::RUBY_T_STRING as i32,
+                                c"String".as_ptr(),
+                                c"to_s".as_ptr(),
+                            )
+                        })
+                    })?;
+                    break unsafe { Value::from_raw(converted) };
+                }
+            }
+        };
+        let key_string = self.valid_encoding(key_string, as_json_called, true)?;
+        if class_of_value(key_string).as_raw() == ruby.class_string().as_raw() {
+            self.raw_string(key_string)?;
+        } else {
+            self.value(key_string, true)?;
+        }
+        self.push_value(self.config.space_before);
+        self.out.push(b':');
+        self.push_value(self.config.space);
+        self.value(value, true)
+    }
+
+    /// `convert_string_subclass`: a String subclass key's `to_s`, which must be a String.
+    fn string_subclass_key(&mut self, key: Value) -> Result<Value, Error> {
+        let s: Value = once(GENERATE, "to_s", || key.funcall("to_s", ()))?;
+        if unsafe { rb_sys::RB_TYPE_P(s.as_raw(), ruby_value_type::RUBY_T_STRING) } {
+            return Ok(s);
+        }
+        let class = unsafe { Value::from_raw(rb_sys::rb_obj_class(key.as_raw())) };
+        let gives = unsafe { Value::from_raw(rb_sys::rb_obj_class(s.as_raw())) };
+        Err(Error::new(
+            self.ruby.exception_type_error(),
+            format!("can't convert {class} to String ({class}#to_s gives {gives})"),
+        ))
+    }
+
+    /// A Hash with keys of more than one type: json asks its Ruby code whether two of them
+    /// collide as Strings (it raises then), once per Hash, unless duplicates are allowed.
+    fn mixed_keys(&mut self, walk: &mut PairState) -> Result<(), Error> {
+        if walk.mixed_seen {
+            return Ok(());
+        }
+        walk.mixed_seen = true;
+        if self.config.duplicates == Duplicates::Ignore {
+            return Ok(());
+        }
+        let json: RModule = self.ruby.class_object().const_get("JSON")?;
+        let hash = walk.hash;
+        once(GENERATE, "on_mixed_keys_hash", || {
+            json.funcall::<_, _, Value>("on_mixed_keys_hash", (hash,))
+        })?;
+        Ok(())
+    }
+}
+
+/// `JSON::Fragment` (looked up at each use: json defines it in Ruby).
+fn fragment_class(ruby: &Ruby) -> Result<VALUE, Error> {
+    let json: RModule = ruby.class_object().const_get("JSON")?;
+    let fragment: Value = json.const_get("Fragment")?;
+    Ok(fragment.as_raw())
+}
+
+/// The walk of one Hash's pairs, what `walk_pair` needs.
+struct PairWalk<'g, 'r> {
+    gen: &'g mut Gen<'r>,
+    hash: Value,
+    first: bool,
+    first_key_type: ruby_value_type,
+    mixed_seen: bool,
+    result: Result<(), Error>,
+}
+
+/// The part of a [`PairWalk`] a pair reads and changes.
+struct PairState {
+    hash: Value,
+    first: bool,
+    first_key_type: ruby_value_type,
+    mixed_seen: bool,
+}
+
+/// `rb_hash_foreach`'s callback: writes one pair, stops at the first error (which the
+/// walk raises once `rb_hash_foreach` has returned).
+unsafe extern "C" fn walk_pair(key: VALUE, value: VALUE, arg: VALUE) -> std::os::raw::c_int {
+    let walk = &mut *(arg as *mut PairWalk);
+    let mut state = PairState {
+        hash: walk.hash,
+        first: walk.first,
+        first_key_type: walk.first_key_type,
+        mixed_seen: walk.mixed_seen,
+    };
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        walk.gen
+            .pair(&mut state, Value::from_raw(key), Value::from_raw(value))
+    }));
+    walk.first = state.first;
+    walk.first_key_type = state.first_key_type;
+    walk.mixed_seen = state.mixed_seen;
+    let result = outcome.unwrap_or_else(|_| {
+        Err(Error::new(
+            walk.gen.ruby.exception_runtime_error(),
+            "panic in the JSON generator",
+        ))
+    });
+    match result {
+        Ok(()) => rb_sys::st_retval::ST_CONTINUE as _,
+        Err(e) => {
+            walk.result = Err(e);
+            rb_sys::st_retval::ST_STOP as _
+        }
+    }
+}
+
+/// The gem's JSON.generate, kept by the swap as a private alias.
+static STDLIB_GENERATE: crate::helpers::replaced::Replaced =
+    crate::helpers::replaced::Replaced::new(c"__rusty_stdlib_stdlib_generate");
+
+thread_local! {
+    static STATE_ANSWER: std::cell::Cell<(VALUE, u64)> = const { std::cell::Cell::new((0, 0)) };
+}
+
+/// Whether `JSON::State` (as `plain_generate`'s receiver names it) is ours, remembered
+/// while no constant changes.
+static STATE_IS_OURS: crate::helpers::constants::Remembered =
+    crate::helpers::constants::Remembered::new(&STATE_ANSWER);
+
+/// `RustyStdlib::JSON::V3::PlainGenerate#generate`, swapped in for json 3's JSON.generate:
+/// `JSON.generate(obj)` (or with `nil`) is `State.generate(obj, nil, nil)` there, which ours
+/// runs without the Ruby frame while `JSON::State` is ours; every other call is the gem's
+/// JSON.generate, with the arguments as given.
+pub fn plain_generate(ruby: &Ruby, rb_self: Value, args: &[Value]) -> Result<Value, Error> {
+    let plain = match args {
+        [obj] => Some(*obj),
+        [obj, opts] if opts.is_nil() => Some(*obj),
+        _ => None,
+    };
+    if let Some(obj) = plain {
+        let module = rb_self.as_raw();
+        let ours = ruby.get_inner(&STATE_CLASS).as_raw();
+        let state_is_ours = STATE_IS_OURS.check(module, || {
+            protect(|| unsafe {
+                rb_sys::rb_const_get(module, rb_sys::rb_intern(c"State".as_ptr()))
+            })
+            .map(|state| state == ours)
+        })?;
+        if state_is_ours {
+            return generate(
+                ruby,
+                None,
+                Config::DEFAULT,
+                obj,
+                ruby.qnil().as_value(),
+                Fallback::Yes,
+            );
+        }
+    }
+    STDLIB_GENERATE.call(rb_self, args)
+}
