@@ -133,6 +133,20 @@ RSpec.describe "RustyStdlib::JSON::V3 (json 3's generator)" do
       gen({ "\xff" => 1 }, strict: true, as_json: ->(_o, _k) { 1 })
     end
 
+    it "writes a key afresh when other options would write it differently" do
+      # One interned key object, written first without strict mode (converted from
+      # UTF-16LE or binary), then with it: as_json must see it each time (fuzz/ found
+      # ours reusing the first written form).
+      as_json = ->(o, k) { k ? o.to_s : [o.class.name] }
+      ["".encode("UTF-16LE"), "\xff".b, "é".encode("ISO-8859-1"), "\xff"].each do |text|
+        hash = { text.dup.freeze => 1, "b" => 2 }
+        gen(hash)
+        gen(hash, strict: true, as_json: as_json)
+        gen(hash, strict: true, as_json: ->(o, _k) { o.b.to_s.force_encoding("UTF-8").scrub })
+        gen(hash)
+      end
+    end
+
     it "writes JSON::Coder's output like the gem" do
       obj = Object.new
       def obj.to_s = "obj"

@@ -33,7 +33,7 @@ mod raw_string;
 mod state_v2_9;
 
 use super::dialect::Dialect;
-use super::key_cache::{self, KeyCache};
+use super::key_cache;
 use crate::helpers::constants::Remembered;
 use crate::helpers::error::c_error;
 use crate::helpers::hash::each_pair_quiet;
@@ -559,9 +559,8 @@ struct Gen<'s> {
     retry: bool,
     /// Cleared after the first retry: from then on every Hash is walked protected.
     unprotected_ok: bool,
-    /// The Ractor's written keys by key object (see `key_cache`), fetched at the first
-    /// key; null before.
-    keys: *mut KeyCache,
+    /// The Ractor's written keys by key object (see `key_cache`).
+    keys: key_cache::Lazy,
     /// [`key_cache::escaping`] of this generation's switches.
     key_escaping: u8,
     /// The json gem whose generator this stands in for.
@@ -623,7 +622,7 @@ impl<'s> Gen<'s> {
             unprotected: 0,
             retry: false,
             unprotected_ok: true,
-            keys: std::ptr::null_mut(),
+            keys: key_cache::Lazy::new(),
             key_escaping,
             dialect: Dialect::current(),
         }
@@ -638,43 +637,15 @@ impl<'s> Gen<'s> {
     }
 }
 
-/// Output buffers up to this size are kept for the next generation on the thread. The
-/// gem keeps nothing between calls, and a server's threads each keep theirs, so the
-/// bound is what one thread may hold on to. Reuse pays for small documents (a malloc
-/// and its first page faults per call); generating twitter, citm_catalog and canada
-/// (0.5 to 2 MB of output) took the same time with 256 KiB as with 8 MiB here.
-const SPARE_BUFFER_MAX: usize = 256 << 10;
-
-thread_local! {
-    /// The output buffer of the last finished generation on this thread: reusing it saves
-    /// growing (and page-faulting) a fresh one each time. A generation nested in a
-    /// `#to_json` finds it taken and makes its own.
-    static SPARE_BUFFER: Cell<Vec<u8>> = const { Cell::new(Vec::new()) };
-}
-
 fn spare_buffer(capacity: usize) -> Vec<u8> {
-    let mut out = SPARE_BUFFER.with(Cell::take);
-    out.clear();
-    out.reserve(capacity);
-    out
+    super::spare::take(capacity)
 }
 
 impl Drop for Gen<'_> {
     fn drop(&mut self) {
         // The spilled-from State lives until here (see `spilled_from`).
         std::hint::black_box(self.spilled_from);
-        if self.out.capacity() <= SPARE_BUFFER_MAX {
-            let out = std::mem::take(&mut self.out);
-            SPARE_BUFFER.with(|spare| {
-                // Keep the larger of the two buffers.
-                let other = spare.take();
-                spare.set(if other.capacity() > out.capacity() {
-                    other
-                } else {
-                    out
-                });
-            });
-        }
+        super::spare::give_back(std::mem::take(&mut self.out));
     }
 }
 
@@ -1115,7 +1086,7 @@ impl Gen<'_> {
             })?;
             walk.result?;
         } else if self.compact_now() {
-            if self.compact_pairs(ruby, raw, depth).is_err() {
+            if crate::json::compact::pairs(self, ruby, raw, depth).is_err() {
                 return self.ruby_needed(ruby);
             }
         } else {
@@ -1139,16 +1110,6 @@ impl Gen<'_> {
         }
         self.out.push(b'}');
         Ok(())
-    }
-
-    /// This Ractor's key table (see `key_cache`), to be used only until the next Ruby
-    /// call (which could run a nested generation that uses it too).
-    #[inline(always)]
-    fn key_table(&mut self) -> *mut KeyCache {
-        if self.keys.is_null() {
-            self.keys = unsafe { KeyCache::of_this_ractor() };
-        }
-        self.keys
     }
 
     /// Whether `key`, a String or Symbol whose text is `name`, goes into the key table
@@ -1180,8 +1141,8 @@ impl Gen<'_> {
         }
         let escaping = self.key_escaping;
         if self.colon_only {
-            let keys = self.key_table();
-            // SAFETY: see `key_table`; the table and the output are separate.
+            let keys = self.keys.table();
+            // SAFETY: see `key_cache::Lazy::table`; the table and the output are separate.
             if let Some(written) = unsafe { (*keys).get(key.as_raw(), escaping) } {
                 core::push_bytes(&mut self.out, written);
                 self.cur = state;
@@ -1217,8 +1178,8 @@ impl Gen<'_> {
         if keep {
             let written_len = self.out.len() - mark;
             if written_len <= key_cache::MAX_LEN {
-                let keys = self.key_table();
-                // SAFETY: see `key_table`; the table and the output are separate.
+                let keys = self.keys.table();
+                // SAFETY: see `key_cache::Lazy::table`; the table and the output are separate.
                 unsafe { (*keys).put(key.as_raw(), escaping, &self.out[mark..]) };
             }
         }
@@ -1269,7 +1230,7 @@ impl Gen<'_> {
         self.out.push(b'[');
         let raw = ary.as_raw();
         if self.compact_now() {
-            if self.compact_elements(ruby, raw, depth).is_err() {
+            if crate::json::compact::elements(self, ruby, raw, depth).is_err() {
                 return self.ruby_needed(ruby);
             }
             state.depth.set(depth - 1);

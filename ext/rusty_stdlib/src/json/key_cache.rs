@@ -19,32 +19,30 @@ use rb_sys::VALUE;
 
 use crate::helpers::raw::flags;
 
-/// Slots in the direct-mapped table (a power of two): twitter.json's 94 keys find their
-/// slot 97% of the time in 256.
+/// Slots in the table (a power of two), in sets of [`WAYS`]: a key may be in any slot of
+/// its set, and a set's keys share one cache line. Direct-mapped (one way), twitter.json's
+/// 94 keys missed 40% of the time, some of its frequent keys sharing a slot.
 const SLOTS: usize = 256;
+const WAYS: usize = 8;
 /// Longest written key kept (quotes and delimiter included); longer ones are written
 /// the ordinary way each time.
 pub const MAX_LEN: usize = 53;
 
+/// A written key, in the slot of its key in [`KeyCache::keys`].
 #[derive(Clone, Copy)]
-struct Slot {
-    key: VALUE,
+struct Written {
     /// [`escaping`] bits the bytes were written with.
     escaping: u8,
     len: u8,
     bytes: [u8; MAX_LEN],
 }
 
-const EMPTY: Slot = Slot {
-    key: 0,
-    escaping: 0,
-    len: 0,
-    bytes: [0; MAX_LEN],
-};
-
-#[repr(transparent)]
+/// The keys (0 in a free slot) apart from their written forms, so that looking a key up
+/// reads one cache line.
+#[repr(C, align(64))]
 pub struct KeyCache {
-    slots: [Slot; SLOTS],
+    keys: [VALUE; SLOTS],
+    written: [Written; SLOTS],
 }
 
 /// The generation switches a written key depends on, as bits.
@@ -64,33 +62,40 @@ pub fn keepable(key: VALUE) -> bool {
 }
 
 impl KeyCache {
+    /// The first slot of `key`'s set.
     #[inline(always)]
-    fn index(key: VALUE) -> usize {
+    fn set(key: VALUE) -> usize {
         // Heap objects are 8-byte aligned and 40 bytes apart: mix the bits above that.
-        ((key >> 3).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - SLOTS.trailing_zeros())) as usize
+        let sets = SLOTS / WAYS;
+        ((key >> 3).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - sets.trailing_zeros())) as usize
+            * WAYS
     }
 
     /// The written form of `key` with `escaping`, when stored.
     #[inline(always)]
     pub fn get(&self, key: VALUE, escaping: u8) -> Option<&[u8]> {
-        let slot = &self.slots[Self::index(key)];
-        if slot.key == key && slot.escaping == escaping {
-            Some(&slot.bytes[..slot.len as usize])
-        } else {
-            None
-        }
+        let set = Self::set(key);
+        let way = self.keys[set..set + WAYS].iter().position(|&k| k == key)?;
+        let written = &self.written[set + way];
+        (written.escaping == escaping).then(|| &written.bytes[..written.len as usize])
     }
 
     /// Remembers `written` (at most [`MAX_LEN`] bytes) as the written form of `key`,
-    /// which is [`keepable`], with `escaping`.
+    /// which is [`keepable`], with `escaping`: first in its set, the set's last entry
+    /// dropped (or `key`'s own, if it was there with other escaping).
     #[inline]
     pub fn put(&mut self, key: VALUE, escaping: u8, written: &[u8]) {
         debug_assert!(written.len() <= MAX_LEN && keepable(key));
-        let slot = &mut self.slots[Self::index(key)];
-        slot.key = key;
-        slot.escaping = escaping;
-        slot.len = written.len() as u8;
-        slot.bytes[..written.len()].copy_from_slice(written);
+        let set = Self::set(key);
+        let keys = &mut self.keys[set..set + WAYS];
+        let last = keys.iter().position(|&k| k == key).unwrap_or(WAYS - 1);
+        keys[..=last].rotate_right(1);
+        keys[0] = key;
+        let forms = &mut self.written[set..set + WAYS];
+        forms[..=last].rotate_right(1);
+        forms[0].escaping = escaping;
+        forms[0].len = written.len() as u8;
+        forms[0].bytes[..written.len()].copy_from_slice(written);
     }
 
     /// This Ractor's table, made at its first use.
@@ -109,13 +114,40 @@ impl KeyCache {
     }
 }
 
-/// Made on the heap directly and out of line (16 KiB).
+/// A generation's handle on its Ractor's table, fetched at the first key (a Ractor-local
+/// storage lookup) and then kept. The table stays put; its entries may change in a nested
+/// generation, so no entry is held across a Ruby call.
+pub struct Lazy(*mut KeyCache);
+
+impl Lazy {
+    pub const fn new() -> Self {
+        Lazy(std::ptr::null_mut())
+    }
+
+    /// The table, to be used only until the next Ruby call (which could run a nested
+    /// generation that uses it too).
+    #[inline(always)]
+    pub fn table(&mut self) -> *mut KeyCache {
+        if self.0.is_null() {
+            // SAFETY: generations run with the GVL held, and use the table as above.
+            self.0 = unsafe { KeyCache::of_this_ractor() };
+        }
+        self.0
+    }
+}
+
+/// Made on the heap directly (16 KiB), empty, and out of line.
 #[cold]
 #[inline(never)]
 fn new_table() -> *mut KeyCache {
-    let slots: Box<[Slot]> = vec![EMPTY; SLOTS].into();
-    // SAFETY: `KeyCache` is a struct of the one array.
-    Box::into_raw(slots) as *mut Slot as *mut KeyCache
+    let layout = std::alloc::Layout::new::<KeyCache>();
+    // SAFETY: the layout is not empty; all zeros is an empty table (no keys, and any
+    // bytes are a valid `Written`). `free_table` gives it back as a `Box`.
+    let table = unsafe { std::alloc::alloc_zeroed(layout) } as *mut KeyCache;
+    if table.is_null() {
+        std::alloc::handle_alloc_error(layout);
+    }
+    table
 }
 
 static STORAGE_TYPE: rb_sys::rb_ractor_local_storage_type = rb_sys::rb_ractor_local_storage_type {
@@ -130,15 +162,14 @@ static STORAGE_KEY: std::sync::atomic::AtomicPtr<rb_sys::rb_ractor_local_key_str
 /// Marks the stored keys (and so pins them: their VALUEs must not change).
 unsafe extern "C" fn mark_keys(ptr: *mut std::os::raw::c_void) {
     let cache = &*(ptr as *const KeyCache);
-    for slot in cache.slots.iter().filter(|s| s.key != 0) {
-        rb_sys::rb_gc_mark(slot.key);
+    for &key in cache.keys.iter().filter(|&&k| k != 0) {
+        rb_sys::rb_gc_mark(key);
     }
 }
 
 /// Frees a finished Ractor's table.
 unsafe extern "C" fn free_table(ptr: *mut std::os::raw::c_void) {
-    let slots = std::ptr::slice_from_raw_parts_mut(ptr as *mut Slot, SLOTS);
-    drop(Box::from_raw(slots));
+    drop(Box::from_raw(ptr as *mut KeyCache));
 }
 
 /// Makes the storage key: in the main Ractor, at load time, before any generation.

@@ -7,11 +7,13 @@
 //! `decimal_class`), or with arguments the gem would reject, are handed whole to the
 //! gem's own parser when the instance is created: before anything else happened.
 
+mod compact;
 mod dialect;
 mod generator;
 mod key_cache;
 mod parser;
 mod sink;
+mod spare;
 mod stack;
 mod v3;
 

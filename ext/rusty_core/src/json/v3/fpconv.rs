@@ -192,15 +192,12 @@ fn normalized_boundaries(fp: Fp) -> (Fp, Fp) {
 
 /// The product's high 64 bits, rounded (fpconv's `multiply`).
 fn multiply(a: Fp, b: Fp) -> Fp {
-    const LO: u64 = 0xFFFF_FFFF;
-    let ah_bl = (a.frac >> 32) * (b.frac & LO);
-    let al_bh = (a.frac & LO) * (b.frac >> 32);
-    let al_bl = (a.frac & LO) * (b.frac & LO);
-    let ah_bh = (a.frac >> 32) * (b.frac >> 32);
-    let mut tmp = (ah_bl & LO) + (al_bh & LO) + (al_bl >> 32);
-    tmp += 1 << 31; // round up
+    // fpconv multiplies 32-bit halves and rounds at bit 63 of the 128-bit product; the
+    // bits it drops (the low half of the lowest partial product) cannot carry into the
+    // upper 64, so this is the same number.
+    let product = a.frac as u128 * b.frac as u128 + (1u128 << 63);
     Fp {
-        frac: ah_bh + (ah_bl >> 32) + (al_bh >> 32) + (tmp >> 32),
+        frac: (product >> 64) as u64,
         exp: a.exp + b.exp + 64,
     }
 }
@@ -245,29 +242,56 @@ fn round_digit(digits: &mut [u8], n: usize, delta: u64, mut rem: u64, kappa: u64
 /// The digits of `w` (between `lower` and `upper`), and `k` adjusted by where they end.
 fn generate_digits(w: Fp, upper: Fp, lower: Fp, digits: &mut [u8; 18], k: &mut i32) -> usize {
     let wfrac = upper.frac.wrapping_sub(w.frac);
-    let mut delta = upper.frac.wrapping_sub(lower.frac);
+    let delta = upper.frac.wrapping_sub(lower.frac);
     let shift = (-upper.exp) as u32;
     let one = 1u64 << shift;
-    let mut part1 = upper.frac >> shift;
-    let mut part2 = upper.frac & (one - 1);
+    // `shift` is 32 to 60 (EXP_MIN, EXP_MAX) and `upper` normalized, so the integral
+    // part has 1 to 10 digits.
+    let part1 = (upper.frac >> shift) as u32;
+    let part2 = upper.frac & (one - 1);
     let mut n = 0;
-    let mut kappa = 10;
-    // 10^9 down to 10^0.
-    for &div in &TENS[10..] {
-        let digit = part1 / div;
-        if digit != 0 || n != 0 {
-            digits[n] = digit as u8 + b'0';
-            n += 1;
-        }
-        part1 -= digit * div;
+    // fpconv divides by 10^9 down to 10^0, counting `kappa` down from 10, and stops at
+    // the first digit whose remainder is within `delta`. Its leading zeros cannot stop it
+    // (the remainder is then all of `upper`, above `delta`), so this starts at the first
+    // digit, and finds the digits by constant divisions.
+    let len = decimal_len(part1);
+    let mut kappa = len as i32;
+    let mut integral = [0u8; 10];
+    let mut rest = part1;
+    for digit in integral[..len].iter_mut().rev() {
+        *digit = (rest % 10) as u8;
+        rest /= 10;
+    }
+    let mut rest = part1 as u64;
+    for (i, &digit) in integral[..len].iter().enumerate() {
+        let div = TENS[20 - len + i];
+        digits[n] = digit + b'0';
+        n += 1;
+        rest -= digit as u64 * div;
         kappa -= 1;
-        let tmp = (part1 << shift).wrapping_add(part2);
+        let tmp = (rest << shift).wrapping_add(part2);
         if tmp <= delta {
             *k += kappa;
             round_digit(digits, n, delta, tmp, div << shift, wfrac);
             return n;
         }
     }
+    fraction_digits(part2, delta, shift, wfrac, digits, n, k)
+}
+
+/// `generate_digits` past the integral part's `n` digits: the digits of `part2`, the
+/// fraction (below `1 << shift`), until the remainder is within `delta`.
+fn fraction_digits(
+    mut part2: u64,
+    mut delta: u64,
+    shift: u32,
+    wfrac: u64,
+    digits: &mut [u8; 18],
+    mut n: usize,
+    k: &mut i32,
+) -> usize {
+    let one = 1u64 << shift;
+    let mut kappa = 0;
     let mut unit = 18; // TENS[18] == 10
     loop {
         part2 = part2.wrapping_mul(10);
@@ -286,6 +310,15 @@ fn generate_digits(w: Fp, upper: Fp, lower: Fp, digits: &mut [u8; 18], k: &mut i
         }
         unit -= 1;
     }
+}
+
+/// How many decimal digits `x` (not 0) has.
+#[inline(always)]
+fn decimal_len(x: u32) -> usize {
+    TENS[10..]
+        .iter()
+        .position(|&t| x as u64 >= t)
+        .map_or(1, |i| 10 - i)
 }
 
 /// Grisu2: the digits of positive, finite, non-zero `d` and the power of ten `K` of the
@@ -370,7 +403,7 @@ pub fn write_f64(d: f64, out: &mut Vec<u8>) {
 
 #[cfg(test)]
 mod tests {
-    use super::write_f64;
+    use super::*;
 
     fn text(d: f64) -> String {
         let mut out = Vec::new();
@@ -404,6 +437,143 @@ mod tests {
         ];
         for (d, expected) in cases {
             assert_eq!(text(d), expected, "{d:e}");
+        }
+    }
+
+    /// fpconv's `generate_digits` as written in C (a division by each power of ten from
+    /// 10^9 down) up to the fraction: ours must find the same digits and exponent.
+    fn reference_digits(w: Fp, upper: Fp, lower: Fp, digits: &mut [u8; 18], k: &mut i32) -> usize {
+        let wfrac = upper.frac.wrapping_sub(w.frac);
+        let delta = upper.frac.wrapping_sub(lower.frac);
+        let shift = (-upper.exp) as u32;
+        let one = 1u64 << shift;
+        let mut part1 = upper.frac >> shift;
+        let part2 = upper.frac & (one - 1);
+        let (mut n, mut kappa) = (0, 10);
+        for &div in &TENS[10..] {
+            let digit = part1 / div;
+            if digit != 0 || n != 0 {
+                digits[n] = digit as u8 + b'0';
+                n += 1;
+            }
+            part1 -= digit * div;
+            kappa -= 1;
+            let tmp = (part1 << shift).wrapping_add(part2);
+            if tmp <= delta {
+                *k += kappa;
+                round_digit(digits, n, delta, tmp, div << shift, wfrac);
+                return n;
+            }
+        }
+        fraction_digits(part2, delta, shift, wfrac, digits, n, k)
+    }
+
+    /// A seeded stream of pseudo-random numbers.
+    fn xorshift(mut x: u64) -> impl FnMut() -> u64 {
+        move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        }
+    }
+
+    /// fpconv's `multiply`, in 32-bit halves.
+    fn reference_multiply(a: Fp, b: Fp) -> Fp {
+        const LO: u64 = 0xFFFF_FFFF;
+        let ah_bl = (a.frac >> 32) * (b.frac & LO);
+        let al_bh = (a.frac & LO) * (b.frac >> 32);
+        let al_bl = (a.frac & LO) * (b.frac & LO);
+        let ah_bh = (a.frac >> 32) * (b.frac >> 32);
+        let tmp = (ah_bl & LO) + (al_bh & LO) + (al_bl >> 32) + (1 << 31);
+        Fp {
+            frac: ah_bh + (ah_bl >> 32) + (al_bh >> 32) + (tmp >> 32),
+            exp: a.exp + b.exp + 64,
+        }
+    }
+
+    #[test]
+    fn multiplies_as_fpconv_does() {
+        let mut next = xorshift(0x2545_F491_4F6C_DD1Du64);
+        let edges = [
+            0,
+            1,
+            u32::MAX as u64,
+            1 << 32,
+            u64::MAX,
+            u64::MAX - 1,
+            1 << 63,
+        ];
+        let mut pairs: Vec<(u64, u64)> = edges
+            .iter()
+            .flat_map(|&a| edges.iter().map(move |&b| (a, b)))
+            .collect();
+        pairs.extend((0..1_000_000).map(|_| (next(), next())));
+        for (a, b) in pairs {
+            let (a, b) = (Fp { frac: a, exp: -3 }, Fp { frac: b, exp: 5 });
+            assert_eq!(
+                multiply(a, b).frac,
+                reference_multiply(a, b).frac,
+                "{:x} * {:x}",
+                a.frac,
+                b.frac
+            );
+        }
+    }
+
+    fn both_digits(d: f64) -> ((Vec<u8>, i32), (Vec<u8>, i32)) {
+        let mut w = build_fp(d);
+        let (lower, upper) = normalized_boundaries(w);
+        normalize(&mut w);
+        let (cached, k) = cached_power(upper.exp);
+        let (w, mut upper, mut lower) = (
+            multiply(w, cached),
+            multiply(upper, cached),
+            multiply(lower, cached),
+        );
+        lower.frac += 1;
+        upper.frac -= 1;
+        let (mut ours, mut theirs) = ([0u8; 18], [0u8; 18]);
+        let (mut ours_k, mut theirs_k) = (-k, -k);
+        let n = generate_digits(w, upper, lower, &mut ours, &mut ours_k);
+        let m = reference_digits(w, upper, lower, &mut theirs, &mut theirs_k);
+        (
+            (ours[..n].to_vec(), ours_k),
+            (theirs[..m].to_vec(), theirs_k),
+        )
+    }
+
+    #[test]
+    fn finds_the_digits_fpconv_finds() {
+        let mut next = xorshift(0x9E37_79B9_7F4A_7C15u64);
+        let specials = [
+            5e-324,
+            f64::MIN_POSITIVE,
+            f64::MAX,
+            1.0,
+            0.1,
+            1e15,
+            1e16,
+            1e21,
+            4294967295.0,
+            4294967296.0,
+        ];
+        let random: Vec<f64> = (0..300_000)
+            .map(|_| f64::from_bits(next() & !SIGN_MASK))
+            .filter(|d| d.is_finite())
+            .collect();
+        // And decimal-looking ones, like a document's: a random integer over a power of ten.
+        let decimal: Vec<f64> = (0..300_000)
+            .map(|_| (next() % 100_000_000_000) as f64 / 10f64.powi((next() % 12) as i32))
+            .collect();
+        for d in specials
+            .into_iter()
+            .chain(random)
+            .chain(decimal)
+            .filter(|d| *d != 0.0)
+        {
+            let (ours, theirs) = both_digits(d);
+            assert_eq!(ours, theirs, "{d:e}");
         }
     }
 }

@@ -2,19 +2,27 @@
 //! its type and exact class, Hash keys, the layout, strict mode's `as_json`, Fragments,
 //! `sort_keys`, the Hashes whose String and Symbol keys collide, and floats in json 3's own
 //! text (`rusty_core::json::v3::fpconv`).
+//!
+//! Speed: Hashes of core values are first written straight from their tables, with no
+//! Ruby code run ([`Gen::object`]; anything that would need Ruby has the outermost such
+//! Hash written again, protected), in the compact layout by the shared walk of
+//! `json::compact`; and keys written before come from the Ractor's table of written keys
+//! (`key_cache`).
 
 use magnus::{
     prelude::*,
     rb_sys::{protect, AsRawValue, FromRawValue},
-    Error, ExceptionClass, RClass, RModule, RString, Ruby, Value,
+    Error, ExceptionClass, RModule, RString, Ruby, Value,
 };
 use rb_sys::{ruby_coderange_type, ruby_value_type, VALUE};
 use rusty_core::json as core;
 
 use super::state::{self, Config, Duplicates, State, STATE_CLASS};
 use crate::helpers::error::c_error;
-use crate::helpers::raw::{class_of, coderange, encoding_index};
+use crate::helpers::hash::each_pair_quiet;
+use crate::helpers::raw::{class_of, coderange, encoding_index, str_bytes};
 use crate::helpers::reentry::once;
+use crate::json::key_cache;
 
 const QNIL: VALUE = rb_sys::Qnil as VALUE;
 const QFALSE: VALUE = rb_sys::Qfalse as VALUE;
@@ -32,6 +40,8 @@ pub enum Fallback {
     No,
 }
 
+mod compact;
+
 /// One generation (the gem's `generate_json_data`).
 struct Gen<'r> {
     ruby: &'r Ruby,
@@ -41,7 +51,31 @@ struct Gen<'r> {
     /// The State handed to `#to_json` calls: a copy of the generation's made at the first
     /// one (`vstate_spill`), whose settings the rest of the generation then reads.
     vstate: Option<Value>,
+    /// How many Hashes are being walked straight from their tables, without
+    /// `rb_hash_foreach` and its `protect` (see [`Gen::object`]); while above 0, no Ruby
+    /// code may run and no exception is made.
+    unprotected: u32,
+    /// Set when such a walk met something that needs Ruby: the outermost one is then
+    /// written again, protected.
+    retry: bool,
+    /// Cleared at the first retry: from then on every Hash is walked protected (so a
+    /// document full of user objects is not walked twice over).
+    unprotected_ok: bool,
+    /// Whether keys are written `"key":` (no `space`, no `space_before`): the form the
+    /// Ractor's table of written keys holds.
+    colon_only: bool,
+    /// `key_cache::escaping` of this generation's switches.
+    key_escaping: u8,
+    /// The Ractor's table of written keys (see `key_cache`).
+    keys: key_cache::Lazy,
+    /// The error of a walk that returned [`Stashed`].
+    stashed: Option<Error>,
 }
+
+/// An error kept in [`Gen::stashed`]: the Array walk returns this (no bytes) rather than
+/// the error itself, so that each of its frames (one per level of nesting) has no room
+/// to make for one, and Arrays nest as deep as in the gem.
+struct Stashed;
 
 fn json_class(ruby: &Ruby, name: &str) -> Result<ExceptionClass, Error> {
     let json: RModule = ruby.class_object().const_get("JSON")?;
@@ -122,6 +156,17 @@ fn valid_string(s: VALUE) -> bool {
     false
 }
 
+/// Whether a key's text is written from itself alone, whatever the options: valid and in
+/// UTF-8 or US-ASCII. (A key converted from another encoding, or handed to `as_json`, may
+/// be written differently by other options, so its written form is not kept.)
+#[inline(always)]
+fn utf8_text(s: VALUE) -> bool {
+    let index = encoding_index(s);
+    valid_string(s)
+        && (index == unsafe { rb_sys::rb_utf8_encindex() }
+            || index == unsafe { rb_sys::rb_usascii_encindex() })
+}
+
 /// Runs `generate_json` (or its no-fallback form) on `obj` with `config`; `state` is the
 /// State the call came from (None for `State.generate`). The result is a UTF-8 String, or
 /// with an IO given, the IO after one `write` of it.
@@ -141,14 +186,31 @@ pub fn generate(
         ruby,
         config,
         depth: config.depth,
-        out: Vec::with_capacity(capacity),
+        out: crate::json::spare::take(capacity),
         vstate: None,
+        unprotected: 0,
+        retry: false,
+        unprotected_ok: true,
+        colon_only: config.space == 0 && config.space_before == 0,
+        key_escaping: key_cache::escaping(
+            config.ascii_only,
+            config.script_safe,
+            config.script_safe,
+        ),
+        keys: key_cache::Lazy::new(),
+        stashed: None,
     };
-    gen.value(obj, fallback == Fallback::Yes)?;
-    let out = &gen.out;
-    let text = unsafe { rb_sys::rb_utf8_str_new(out.as_ptr() as *const _, out.len() as _) };
-    let text = unsafe { Value::from_raw(text) };
+    let written = gen.value(obj, fallback == Fallback::Yes);
+    let out = std::mem::take(&mut gen.out);
+    let text = written.map(|()| unsafe {
+        Value::from_raw(rb_sys::rb_utf8_str_new(
+            out.as_ptr() as *const _,
+            out.len() as _,
+        ))
+    });
+    crate::json::spare::give_back(out);
     std::hint::black_box(gen.vstate);
+    let text = text?;
     if io.is_nil() {
         return Ok(text);
     }
@@ -180,44 +242,93 @@ fn rfc8785(
 }
 
 impl Gen<'_> {
-    /// `increase_depth`.
+    /// Called before anything that may run Ruby code or make an exception: inside an
+    /// unprotected Hash walk it asks for the walk to be done again, protected.
+    #[inline(always)]
+    fn ruby_needed(&mut self) -> Result<(), Error> {
+        if self.unprotected == 0 {
+            return Ok(());
+        }
+        self.retry = true;
+        // Never raised: the retrying walk drops it (this makes no Ruby object).
+        Err(Error::new(
+            self.ruby.exception_runtime_error(),
+            "retry protected",
+        ))
+    }
+
+    /// `increase_depth`, and a check of the machine stack every 32 levels past 256 (the
+    /// gem lets the stack overflow into Ruby's SystemStackError; ours raises it first).
     #[inline(always)]
     fn enter(&mut self) -> Result<i64, Error> {
         self.depth += 1;
         let depth = self.depth;
-        if self.config.max_nesting != 0 && depth > self.config.max_nesting {
-            let class = json_class(self.ruby, "NestingError")?;
-            return Err(c_error(
+        let deep = depth > 256 && depth & 31 == 0 && unsafe { rb_sys::ruby_stack_check() } != 0;
+        if deep || (self.config.max_nesting != 0 && depth > self.config.max_nesting) {
+            return Err(self.too_deep(deep));
+        }
+        Ok(depth)
+    }
+
+    /// The error for `enter`: SystemStackError when the machine stack ran out, else the
+    /// gem's NestingError. Out of line, to keep the frames of the recursion small.
+    #[cold]
+    #[inline(never)]
+    fn too_deep(&mut self, stack: bool) -> Error {
+        if let Err(retry) = self.ruby_needed() {
+            return retry;
+        }
+        if stack {
+            let class = unsafe { Value::from_raw(rb_sys::rb_eSysStackError) };
+            let class = ExceptionClass::from_value(class).expect("an exception class");
+            return Error::new(class, "stack level too deep");
+        }
+        let depth = self.depth;
+        match json_class(self.ruby, "NestingError") {
+            Ok(class) => c_error(
                 self.ruby,
                 class,
                 &format!(
                     "nesting of {depth} is too deep. Did you try to serialize objects with circular references?"
                 ),
-            ));
+            ),
+            Err(e) => e,
         }
-        Ok(depth)
     }
 
     #[inline(always)]
     fn push_value(&mut self, v: VALUE) {
         if v != 0 {
-            self.out
-                .extend_from_slice(crate::helpers::raw::str_bytes(v));
+            core::push_bytes(&mut self.out, str_bytes(v));
         }
     }
 
     #[inline(always)]
     fn indent(&mut self, depth: i64) {
         if self.config.indent != 0 {
-            let indent = crate::helpers::raw::str_bytes(self.config.indent);
+            let indent = str_bytes(self.config.indent);
             for _ in 0..depth {
-                self.out.extend_from_slice(indent);
+                core::push_bytes(&mut self.out, indent);
             }
         }
     }
 
     /// `generate_json_general`.
+    #[inline(always)]
     fn value(&mut self, obj: Value, fallback: bool) -> Result<(), Error> {
+        let raw = obj.as_raw();
+        // The commonest values first: no Ruby, no loop.
+        if raw & 1 == 1 {
+            core::write_i64((raw as i64) >> 1, &mut self.out);
+            return Ok(());
+        }
+        if !rb_sys::SPECIAL_CONST_P(raw)
+            && unsafe { rb_sys::RB_BUILTIN_TYPE(raw) } == ruby_value_type::RUBY_T_STRING
+            && class_of(raw) == self.ruby.class_string().as_raw()
+            && valid_string(raw)
+        {
+            return self.valid_raw_string(raw);
+        }
         self.value_from(obj, fallback, false)
     }
 
@@ -253,46 +364,54 @@ impl Gen<'_> {
             if rb_sys::STATIC_SYM_P(raw) {
                 return self.symbol(obj);
             }
-            if rb_sys::SPECIAL_CONST_P(raw) {
+            let next = if rb_sys::SPECIAL_CONST_P(raw) {
                 // Anything else immediate: the general way.
-                match self.general(obj, as_json_called)? {
-                    Some(coerced) => {
-                        obj = coerced;
-                        as_json_called = true;
-                        continue;
+                self.ruby_needed()?;
+                self.general(obj, as_json_called)?
+            } else {
+                let klass = class_of(raw);
+                let ruby = self.ruby;
+                let exact = |class: magnus::RClass| klass == class.as_raw();
+                match unsafe { rb_sys::RB_BUILTIN_TYPE(raw) } {
+                    ruby_value_type::RUBY_T_BIGNUM => {
+                        self.ruby_needed()?;
+                        return self.bignum(obj);
                     }
-                    None => return Ok(()),
-                }
-            }
-            let klass = class_of(raw);
-            let ruby = self.ruby;
-            let exact = |class: RClass| klass == class.as_raw();
-            let next = match unsafe { rb_sys::RB_BUILTIN_TYPE(raw) } {
-                ruby_value_type::RUBY_T_BIGNUM => return self.bignum(obj),
-                ruby_value_type::RUBY_T_HASH if !fallback || exact(ruby.class_hash()) => {
-                    return self.object(obj);
-                }
-                ruby_value_type::RUBY_T_ARRAY if !fallback || exact(ruby.class_array()) => {
-                    return self.array(obj);
-                }
-                ruby_value_type::RUBY_T_STRING if !fallback || exact(ruby.class_string()) => {
-                    if valid_string(raw) {
-                        return self.raw_string(obj);
+                    ruby_value_type::RUBY_T_HASH if !fallback || exact(ruby.class_hash()) => {
+                        return self.object(obj);
                     }
-                    if as_json_called {
-                        let message = ruby.str_new("source sequence is illegal/malformed utf-8");
-                        return Err(generator_error(ruby, obj, message));
+                    ruby_value_type::RUBY_T_ARRAY if !fallback || exact(ruby.class_array()) => {
+                        return self.array(obj);
                     }
-                    Some(self.valid_encoding(obj, false, false)?)
+                    ruby_value_type::RUBY_T_STRING if !fallback || exact(ruby.class_string()) => {
+                        if valid_string(raw) {
+                            return self.raw_string(obj);
+                        }
+                        self.ruby_needed()?;
+                        if as_json_called {
+                            let message =
+                                ruby.str_new("source sequence is illegal/malformed utf-8");
+                            return Err(generator_error(ruby, obj, message));
+                        }
+                        Some(self.valid_encoding(obj, false, false)?)
+                    }
+                    ruby_value_type::RUBY_T_SYMBOL => return self.symbol(obj),
+                    ruby_value_type::RUBY_T_FLOAT if !fallback || exact(ruby.class_float()) => {
+                        return self.float(obj);
+                    }
+                    ruby_value_type::RUBY_T_STRUCT => {
+                        // Looking JSON::Fragment up may run Ruby code (an autoload).
+                        self.ruby_needed()?;
+                        if klass == fragment_class(ruby)? {
+                            return self.fragment(obj);
+                        }
+                        self.general(obj, as_json_called)?
+                    }
+                    _ => {
+                        self.ruby_needed()?;
+                        self.general(obj, as_json_called)?
+                    }
                 }
-                ruby_value_type::RUBY_T_SYMBOL => return self.symbol(obj),
-                ruby_value_type::RUBY_T_FLOAT if !fallback || exact(ruby.class_float()) => {
-                    return self.float(obj);
-                }
-                ruby_value_type::RUBY_T_STRUCT if klass == fragment_class(ruby)? => {
-                    return self.fragment(obj);
-                }
-                _ => self.general(obj, as_json_called)?,
             };
             match next {
                 Some(coerced) => {
@@ -336,6 +455,12 @@ impl Gen<'_> {
             let depth = self.depth;
             self.config = *state::get(vstate)?.config.borrow();
             self.depth = depth;
+            self.colon_only = self.config.space == 0 && self.config.space_before == 0;
+            self.key_escaping = key_cache::escaping(
+                self.config.ascii_only,
+                self.config.script_safe,
+                self.config.script_safe,
+            );
             check_type(written, ruby_value_type::RUBY_T_STRING)?;
             self.push_value(written.as_raw());
             Ok(())
@@ -366,6 +491,7 @@ impl Gen<'_> {
             let name = unsafe { Value::from_raw(rb_sys::rb_sym2str(obj.as_raw())) };
             self.string(name)
         } else {
+            self.ruby_needed()?;
             self.fallback(obj)
         }
     }
@@ -387,6 +513,7 @@ impl Gen<'_> {
             core::v3::fpconv::write_f64(f, &mut self.out);
             return Ok(());
         }
+        self.ruby_needed()?;
         if self.config.allow_nan {
             let s: Value = once(GENERATE, "to_s", || obj.funcall("to_s", ()))?;
             check_type(s, ruby_value_type::RUBY_T_STRING)?;
@@ -439,6 +566,7 @@ impl Gen<'_> {
         if valid_string(s.as_raw()) {
             return Ok(s);
         }
+        self.ruby_needed()?;
         let ruby = self.ruby;
         if !as_json_called && self.config.strict && self.config.as_json != 0 {
             let coerced = self.as_json(s, false)?;
@@ -495,12 +623,19 @@ impl Gen<'_> {
         if range != ruby_coderange_type::RUBY_ENC_CODERANGE_7BIT as u32
             && range != ruby_coderange_type::RUBY_ENC_CODERANGE_VALID as u32
         {
+            self.ruby_needed()?;
             let message = self
                 .ruby
                 .str_new("source sequence is illegal/malformed utf-8");
             return Err(generator_error(self.ruby, s, message));
         }
-        let bytes = crate::helpers::raw::str_bytes(raw);
+        self.valid_raw_string(raw)
+    }
+
+    /// A String known to be ASCII or valid UTF-8, escaped and quoted.
+    #[inline(always)]
+    fn valid_raw_string(&mut self, raw: VALUE) -> Result<(), Error> {
+        let bytes = str_bytes(raw);
         let mark = self.out.len();
         if self.config.ascii_only {
             self.out.push(b'"');
@@ -516,28 +651,73 @@ impl Gen<'_> {
         Ok(())
     }
 
+    fn stash(&mut self, e: Error) -> Stashed {
+        self.stashed = Some(e);
+        Stashed
+    }
+
     fn array(&mut self, obj: Value) -> Result<(), Error> {
-        let raw = obj.as_raw();
-        let depth = self.enter()?;
+        self.array_walk(obj.as_raw())
+            .map_err(|Stashed| self.stashed.take().expect("a stashed error"))
+    }
+
+    /// An Array. Its elements that are Arrays or Hashes are entered directly (not
+    /// through `value_from`), so that each level of nesting takes as little of the
+    /// machine stack as the gem's does.
+    #[inline(never)]
+    fn array_walk(&mut self, raw: VALUE) -> Result<(), Stashed> {
+        let depth = match self.enter() {
+            Ok(depth) => depth,
+            Err(e) => return Err(self.stash(e)),
+        };
         if unsafe { rb_sys::RARRAY_LEN(raw) } == 0 {
-            self.out.extend_from_slice(b"[]");
+            core::push_bytes(&mut self.out, b"[]");
             self.depth -= 1;
             return Ok(());
         }
-        self.out.push(b'[');
-        self.push_value(self.config.array_nl);
+        if self.compact_now() {
+            self.out.push(b'[');
+            if crate::json::compact::elements(self, self.ruby, raw, depth).is_err() {
+                let retry = self.ruby_needed().expect_err("an unprotected walk");
+                return Err(self.stash(retry));
+            }
+            self.depth = depth - 1;
+            self.out.push(b']');
+            return Ok(());
+        }
         let mut i = 0;
         // Length and element read afresh each time: a #to_json may change the Array.
         while i < unsafe { rb_sys::RARRAY_LEN(raw) } {
-            if i > 0 {
-                self.out.push(b',');
-                self.push_value(self.config.array_nl);
+            if self.config.array_nl == 0 && self.config.indent == 0 {
+                self.out.push(if i == 0 { b'[' } else { b',' });
+            } else {
+                self.array_separator(i, depth);
             }
-            self.indent(depth);
-            let element = unsafe { rb_sys::rb_ary_entry(raw, i) };
-            self.value(unsafe { Value::from_raw(element) }, true)?;
+            let element = unsafe { *rb_sys::RARRAY_CONST_PTR(raw).add(i as usize) };
+            if !rb_sys::SPECIAL_CONST_P(element)
+                && class_of(element) == self.ruby.class_array().as_raw()
+            {
+                self.array_walk(element)?;
+            } else {
+                self.element(element)?;
+            }
             i += 1;
         }
+        self.array_close(depth);
+        Ok(())
+    }
+
+    /// What goes before element `i`: `[` or `,`, then the newline and indent if any.
+    /// Out of line, like `array_close`, to keep `array_walk`'s frame small.
+    #[inline(never)]
+    fn array_separator(&mut self, i: std::os::raw::c_long, depth: i64) {
+        self.out.push(if i == 0 { b'[' } else { b',' });
+        self.push_value(self.config.array_nl);
+        self.indent(depth);
+    }
+
+    #[inline(never)]
+    fn array_close(&mut self, depth: i64) {
         let depth = depth - 1;
         self.depth = depth;
         if self.config.array_nl != 0 {
@@ -545,12 +725,27 @@ impl Gen<'_> {
             self.indent(depth);
         }
         self.out.push(b']');
-        Ok(())
     }
 
+    /// An Array element other than an Array: out of line, so that `array_walk`'s frame
+    /// stays small.
+    #[inline(never)]
+    fn element(&mut self, element: VALUE) -> Result<(), Stashed> {
+        match self.value(unsafe { Value::from_raw(element) }, true) {
+            Ok(()) => Ok(()),
+            Err(e) => Err(self.stash(e)),
+        }
+    }
+
+    /// A Hash. `rb_hash_foreach` raises if user code run from the walk changed the
+    /// Hash, so it runs under `protect` whenever user code may run. Most documents hold
+    /// only core values, so the walk is first tried straight from the Hash's table
+    /// (`helpers::hash`), running no Ruby code at all; at the first value that would need
+    /// Ruby, the outermost such Hash is written again from its start, protected.
     fn object(&mut self, obj: Value) -> Result<(), Error> {
         let mut hash = obj;
         if self.config.sort_keys != 0 {
+            self.ruby_needed()?;
             let proc = self.config.sort_keys;
             let arg = [hash.as_raw()];
             let sorted = once(GENERATE, "sort_keys", || {
@@ -559,6 +754,27 @@ impl Gen<'_> {
             hash = unsafe { Value::from_raw(sorted) };
             check_type(hash, ruby_value_type::RUBY_T_HASH)?;
         }
+        if self.unprotected > 0 {
+            return self.object_walk(hash, false);
+        }
+        if self.unprotected_ok {
+            let (mark, depth) = (self.out.len(), self.depth);
+            self.unprotected += 1;
+            let result = self.object_walk(hash, false);
+            self.unprotected -= 1;
+            if !self.retry {
+                return result;
+            }
+            // Nothing observable happened: no Ruby code ran and no error was made.
+            self.retry = false;
+            self.unprotected_ok = false;
+            self.out.truncate(mark);
+            self.depth = depth;
+        }
+        self.object_walk(hash, true)
+    }
+
+    fn object_walk(&mut self, hash: Value, protected: bool) -> Result<(), Error> {
         let raw = hash.as_raw();
         self.enter()?;
         if unsafe { rb_sys::rb_hash_size_num(raw) } == 0 {
@@ -567,21 +783,39 @@ impl Gen<'_> {
             return Ok(());
         }
         self.out.push(b'{');
-        let mut walk = PairWalk {
-            gen: self,
+        let mut pairs = PairState {
             hash,
             first: true,
             first_key_type: ruby_value_type::RUBY_T_NONE,
             mixed_seen: false,
-            result: Ok(()),
         };
-        let walk_ptr = &mut walk as *mut PairWalk as VALUE;
-        let walked = protect(|| unsafe {
-            rb_sys::rb_hash_foreach(raw, Some(walk_pair), walk_ptr);
-            QNIL
-        });
-        walk.result?;
-        walked?;
+        if protected {
+            let mut walk = PairWalk {
+                gen: self,
+                pairs: &mut pairs,
+                result: Ok(()),
+            };
+            let walk_ptr = &mut walk as *mut PairWalk as VALUE;
+            let walked = protect(|| unsafe {
+                rb_sys::rb_hash_foreach(raw, Some(walk_pair), walk_ptr);
+                QNIL
+            });
+            walk.result?;
+            walked?;
+        } else if self.compact_now() {
+            let depth = self.depth;
+            if crate::json::compact::pairs(self, self.ruby, raw, depth).is_err() {
+                return self.ruby_needed();
+            }
+        } else {
+            // No Ruby code runs in this walk (see `ruby_needed`) and nothing raises, so the
+            // Hash cannot change under it.
+            unsafe {
+                each_pair_quiet(raw, |key, value| {
+                    self.pair(&mut pairs, Value::from_raw(key), Value::from_raw(value))
+                })
+            }?;
+        }
         self.depth -= 1;
         let depth = self.depth;
         if self.config.object_nl != 0 {
@@ -606,6 +840,21 @@ impl Gen<'_> {
         }
         self.push_value(self.config.object_nl);
         self.indent(self.depth);
+        // A key written before (a String of class String or a Symbol, in a Hash whose
+        // keys so far are of its type) comes from the table.
+        let cacheable = self.colon_only
+            && key_type == walk.first_key_type
+            && match key_type {
+                ruby_value_type::RUBY_T_STRING => {
+                    class_of(key.as_raw()) == ruby.class_string().as_raw()
+                }
+                ruby_value_type::RUBY_T_SYMBOL => true,
+                _ => false,
+            };
+        if cacheable && self.known_key(key.as_raw()) {
+            return self.value(value, true);
+        }
+        let mark = self.out.len();
         let mut as_json_called = false;
         let key_string = loop {
             match key_type {
@@ -616,6 +865,7 @@ impl Gen<'_> {
                     if class_of(key.as_raw()) == ruby.class_string().as_raw() {
                         break key;
                     }
+                    self.ruby_needed()?;
                     break self.string_subclass_key(key)?;
                 }
                 ruby_value_type::RUBY_T_SYMBOL => {
@@ -625,6 +875,7 @@ impl Gen<'_> {
                     break unsafe { Value::from_raw(rb_sys::rb_sym2str(key.as_raw())) };
                 }
                 _ => {
+                    self.ruby_needed()?;
                     if self.config.strict {
                         if self.config.as_json != 0 && !as_json_called {
                             key = self.as_json(key, true)?;
@@ -649,6 +900,7 @@ impl Gen<'_> {
                 }
             }
         };
+        let keep = cacheable && utf8_text(key_string.as_raw());
         let key_string = self.valid_encoding(key_string, as_json_called, true)?;
         if class_of_value(key_string).as_raw() == ruby.class_string().as_raw() {
             self.raw_string(key_string)?;
@@ -658,7 +910,43 @@ impl Gen<'_> {
         self.push_value(self.config.space_before);
         self.out.push(b':');
         self.push_value(self.config.space);
+        if keep {
+            self.remember_key(key.as_raw(), mark);
+        }
         self.value(value, true)
+    }
+
+    /// Writes `key` (a String of class String or a Symbol) and its colon from the key
+    /// table, if they are there.
+    #[inline(always)]
+    fn known_key(&mut self, key: VALUE) -> bool {
+        if !key_cache::keepable(key) {
+            return false;
+        }
+        let keys = self.keys.table();
+        // SAFETY: see `key_cache::Lazy::table`; the table and the output are separate.
+        match unsafe { (*keys).get(key, self.key_escaping) } {
+            Some(written) => {
+                core::push_bytes(&mut self.out, written);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Keeps what was written from `mark` on as `key`'s written form: `key` must be
+    /// written from its own [`utf8_text`] with the compact colon, and no Ruby code have
+    /// run since `mark`.
+    #[inline(always)]
+    fn remember_key(&mut self, key: VALUE, mark: usize) {
+        if self.colon_only
+            && key_cache::keepable(key)
+            && self.out.len() - mark <= key_cache::MAX_LEN
+        {
+            let keys = self.keys.table();
+            // SAFETY: as in `known_key`.
+            unsafe { (*keys).put(key, self.key_escaping, &self.out[mark..]) };
+        }
     }
 
     /// `convert_string_subclass`: a String subclass key's `to_s`, which must be a String.
@@ -681,10 +969,12 @@ impl Gen<'_> {
         if walk.mixed_seen {
             return Ok(());
         }
-        walk.mixed_seen = true;
         if self.config.duplicates == Duplicates::Ignore {
+            walk.mixed_seen = true;
             return Ok(());
         }
+        self.ruby_needed()?;
+        walk.mixed_seen = true;
         let json: RModule = self.ruby.class_object().const_get("JSON")?;
         let hash = walk.hash;
         once(GENERATE, "on_mixed_keys_hash", || {
@@ -701,17 +991,7 @@ fn fragment_class(ruby: &Ruby) -> Result<VALUE, Error> {
     Ok(fragment.as_raw())
 }
 
-/// The walk of one Hash's pairs, what `walk_pair` needs.
-struct PairWalk<'g, 'r> {
-    gen: &'g mut Gen<'r>,
-    hash: Value,
-    first: bool,
-    first_key_type: ruby_value_type,
-    mixed_seen: bool,
-    result: Result<(), Error>,
-}
-
-/// The part of a [`PairWalk`] a pair reads and changes.
+/// The pairs of one Hash as its walk goes: what `json_object_i` keeps between pairs.
 struct PairState {
     hash: Value,
     first: bool,
@@ -719,23 +999,21 @@ struct PairState {
     mixed_seen: bool,
 }
 
+/// A protected walk of one Hash: what `walk_pair` needs.
+struct PairWalk<'g, 'p, 'r> {
+    gen: &'g mut Gen<'r>,
+    pairs: &'p mut PairState,
+    result: Result<(), Error>,
+}
+
 /// `rb_hash_foreach`'s callback: writes one pair, stops at the first error (which the
 /// walk raises once `rb_hash_foreach` has returned).
 unsafe extern "C" fn walk_pair(key: VALUE, value: VALUE, arg: VALUE) -> std::os::raw::c_int {
     let walk = &mut *(arg as *mut PairWalk);
-    let mut state = PairState {
-        hash: walk.hash,
-        first: walk.first,
-        first_key_type: walk.first_key_type,
-        mixed_seen: walk.mixed_seen,
-    };
     let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         walk.gen
-            .pair(&mut state, Value::from_raw(key), Value::from_raw(value))
+            .pair(walk.pairs, Value::from_raw(key), Value::from_raw(value))
     }));
-    walk.first = state.first;
-    walk.first_key_type = state.first_key_type;
-    walk.mixed_seen = state.mixed_seen;
     let result = outcome.unwrap_or_else(|_| {
         Err(Error::new(
             walk.gen.ruby.exception_runtime_error(),

@@ -1,0 +1,170 @@
+//! The compact layout's walk of core values, for both generators (json 2.x's in
+//! `generator`, json 3's in `v3::generate`): what `JSON.generate(obj)` writes for the
+//! insides of a Hash or Array walked while no Ruby code can run.
+//!
+//! The general walks read the layout strings at every pair and element, count depths
+//! where a `#to_json` may read them, and pass a `magnus::Error` back through every level.
+//! None of that can matter here: there are no layout strings, no Ruby code runs that
+//! could see a depth, and no error is made. So this walk keeps the depth in a local,
+//! writes only brackets, commas and colons, and stops with [`NeedsRuby`] at anything
+//! else (an object of another class, a key the dialect will not write here, a nesting
+//! error): the caller then asks for the protected walk, which writes the whole Hash
+//! again the general way.
+//!
+//! What differs between the dialects (how keys, Strings and Floats are written) is the
+//! [`Leaves`] each generator implements.
+
+use magnus::{rb_sys::AsRawValue, Ruby};
+use rb_sys::{ruby_value_type, VALUE};
+use rusty_core::json as core;
+
+use crate::helpers::hash::each_pair_quiet;
+use crate::helpers::hash_layout::Pairs;
+use crate::helpers::raw::class_of;
+
+/// A compact walk met something only the general walk can write.
+pub(crate) struct NeedsRuby;
+
+/// A generator's part of the compact walk.
+pub(crate) trait Leaves {
+    fn out(&mut self) -> &mut Vec<u8>;
+    /// The generation's `max_nesting` (0: none).
+    fn max_nesting(&self) -> i64;
+    /// A pair's key and its colon. `first` is the type of the Hash's first key (json 3
+    /// writes Hashes with keys of several types its own way).
+    fn key(&mut self, ruby: &Ruby, key: VALUE, first: ruby_value_type) -> Result<(), NeedsRuby>;
+    /// A String of class String.
+    fn string(&mut self, ruby: &Ruby, s: VALUE) -> Result<(), NeedsRuby>;
+    /// A Float, flonum or not.
+    fn float(&mut self, ruby: &Ruby, f: VALUE) -> Result<(), NeedsRuby>;
+}
+
+/// The pairs of `hash`, entered at nesting `depth`, between its braces.
+pub(crate) fn pairs<G: Leaves>(
+    gen: &mut G,
+    ruby: &Ruby,
+    hash: VALUE,
+    depth: i64,
+) -> Result<(), NeedsRuby> {
+    let mut first = ruby_value_type::RUBY_T_NONE;
+    // The loop over the table is written out here (not left to `each_pair_quiet`) so
+    // that the pair's code is inlined into it.
+    if let Some(mut table) = unsafe { Pairs::of(hash) } {
+        // SAFETY: no Ruby code runs in this walk, so the Hash does not change.
+        while let Some((key, value)) = unsafe { table.next() } {
+            pair(gen, ruby, key, value, depth, &mut first)?;
+        }
+        return Ok(());
+    }
+    // SAFETY: nothing here runs Ruby code or raises.
+    unsafe {
+        each_pair_quiet(hash, |key, value| {
+            pair(gen, ruby, key, value, depth, &mut first)
+        })
+    }
+}
+
+#[inline(always)]
+fn pair<G: Leaves>(
+    gen: &mut G,
+    ruby: &Ruby,
+    key: VALUE,
+    value: VALUE,
+    depth: i64,
+    first: &mut ruby_value_type,
+) -> Result<(), NeedsRuby> {
+    if *first == ruby_value_type::RUBY_T_NONE {
+        *first = unsafe { rb_sys::RB_TYPE(key) };
+    } else {
+        gen.out().push(b',');
+    }
+    gen.key(ruby, key, *first)?;
+    value_at(gen, ruby, value, depth)
+}
+
+/// The elements of `ary`, entered at nesting `depth`, between its brackets.
+pub(crate) fn elements<G: Leaves>(
+    gen: &mut G,
+    ruby: &Ruby,
+    ary: VALUE,
+    depth: i64,
+) -> Result<(), NeedsRuby> {
+    // No Ruby code runs, so the Array keeps its length and elements.
+    let len = unsafe { rb_sys::RARRAY_LEN(ary) } as usize;
+    let items = unsafe { rb_sys::RARRAY_CONST_PTR(ary) };
+    for i in 0..len {
+        if i > 0 {
+            gen.out().push(b',');
+        }
+        value_at(gen, ruby, unsafe { *items.add(i) }, depth)?;
+    }
+    Ok(())
+}
+
+/// A value inside a Hash or Array at nesting `depth`: inlined where it is used for the
+/// values written without their class (most of a document's leaves), the others written
+/// by `object`.
+#[inline(always)]
+fn value_at<G: Leaves>(gen: &mut G, ruby: &Ruby, raw: VALUE, depth: i64) -> Result<(), NeedsRuby> {
+    if raw == rb_sys::Qnil as VALUE {
+        core::push_bytes(gen.out(), b"null");
+        Ok(())
+    } else if raw == rb_sys::Qfalse as VALUE {
+        core::push_bytes(gen.out(), b"false");
+        Ok(())
+    } else if raw == rb_sys::Qtrue as VALUE {
+        core::push_bytes(gen.out(), b"true");
+        Ok(())
+    } else if raw & 1 == 1 {
+        core::write_i64((raw as i64) >> 1, gen.out());
+        Ok(())
+    } else {
+        object(gen, ruby, raw, depth)
+    }
+}
+
+/// `value_at` of a value with a class to look at.
+fn object<G: Leaves>(gen: &mut G, ruby: &Ruby, raw: VALUE, depth: i64) -> Result<(), NeedsRuby> {
+    if rb_sys::FLONUM_P(raw) {
+        return gen.float(ruby, raw);
+    }
+    if rb_sys::SPECIAL_CONST_P(raw) {
+        // Symbols and the rest: each dialect writes them its own way.
+        return Err(NeedsRuby);
+    }
+    let klass = class_of(raw);
+    if klass == ruby.class_hash().as_raw() {
+        let depth = enter(gen, depth + 1)?;
+        gen.out().push(b'{');
+        pairs(gen, ruby, raw, depth)?;
+        gen.out().push(b'}');
+        Ok(())
+    } else if klass == ruby.class_array().as_raw() {
+        let depth = enter(gen, depth + 1)?;
+        // Most of citm_catalog.json's Arrays are empty.
+        if unsafe { rb_sys::RARRAY_LEN(raw) } == 0 {
+            core::push_bytes(gen.out(), b"[]");
+            return Ok(());
+        }
+        gen.out().push(b'[');
+        elements(gen, ruby, raw, depth)?;
+        gen.out().push(b']');
+        Ok(())
+    } else if klass == ruby.class_string().as_raw() {
+        gen.string(ruby, raw)
+    } else if klass == ruby.class_float().as_raw() {
+        gen.float(ruby, raw)
+    } else {
+        Err(NeedsRuby)
+    }
+}
+
+/// The general walks' nesting checks for nesting `depth`: they raise where these fail.
+#[inline(always)]
+fn enter<G: Leaves>(gen: &G, depth: i64) -> Result<i64, NeedsRuby> {
+    let max = gen.max_nesting();
+    if (max != 0 && depth > max) || (depth > 256 && unsafe { rb_sys::ruby_stack_check() } != 0) {
+        return Err(NeedsRuby);
+    }
+    Ok(depth)
+}
