@@ -15,7 +15,7 @@ module Bench
   #           cannot run here, e.g. module not installed), :error, or :na (no such op)
   #   gc_share  the part of the wall time Ruby's GC took (untimed passes), or nil
   Cell = Struct.new(:status, :message, :loops, :times_ns, :cpu_ns, :allocs_per_op, :gc_share,
-                    :bytes, :checksum, :ruby_description, keyword_init: true) do
+                    :bytes, :checksum, :ruby_description, :libraries, keyword_init: true) do
     def ok?
       status == :ok
     end
@@ -89,7 +89,7 @@ module Bench
 
     def self.cell(lines, checksum, accepted, process, stderr)
       status, message = lines.fetch("status", "").split("\t", 2)
-      common = { ruby_description: lines["ruby"], checksum: checksum }
+      common = { ruby_description: lines["ruby"], libraries: lines["libraries"], checksum: checksum }
       if status.nil? || status.empty?
         detail = stderr.lines.first&.strip || "no output"
         return Cell.new(status: :error, message: "worker died (#{process}): #{detail}", **common)

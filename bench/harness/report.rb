@@ -46,12 +46,13 @@ module Bench
                "- Load average (1/5/15 min): #{@load_average.first} at start, " \
                "#{@load_average.last} at end",
                "- Ruby: #{ruby_line}",
+               ("- Libraries timed: #{libraries_line}" unless libraries_line.empty?),
                "- Date: #{@started_at.strftime('%Y-%m-%d %H:%M UTC')}",
                "- rusty_stdlib: #{RustyStdlibVersion.current} @ #{Machine.revision}",
                "- Inputs: #{inputs}",
                "- Method: #{method_line}"]
       lines << "- Subset: #{@settings.filters.join(' ')}" unless @settings.filters.empty?
-      lines.join("\n")
+      lines.compact.join("\n")
     end
 
     # As each worker reported it: the --yjit columns say "+YJIT" when it really was on.
@@ -61,10 +62,18 @@ module Bench
       descriptions.map { |d| "`#{d}`" }.join(", ")
     end
 
+    # Every library version the workers loaded (json 3.1.0, Oj 3.17.7, ...), once each.
+    def libraries_line
+      @results.flat_map { |r| r.cells.values.map(&:libraries) }.compact
+              .flat_map { |line| line.split(", ") }.reject(&:empty?).uniq.join(", ")
+    end
+
     def inputs
       groups = @results.map { |r| Registry.group(r.workload.group) }.uniq
       sources = groups.map { |g| "#{g.module_name}: #{g.source}" }
-      (sources + ["JSON corpus: #{Corpus.json.description}"]).join("; ")
+      json_corpus = "JSON corpus: #{Corpus.json.description}"
+      sources << json_corpus unless sources.any? { |s| s.include?(json_corpus) }
+      sources.join("; ")
     end
 
     def method_line

@@ -25,7 +25,9 @@ module Bench
       refusal = refusal(column, group)
       return say(out, "status", "skipped", refusal) if refusal
 
-      (group.requires + group.references.fetch(column.reference, [])).each { |lib| require lib }
+      libraries = group.requires + group.references.fetch(column.reference, [])
+      libraries.each { |lib| require lib }
+      say(out, "libraries", library_versions(libraries))
       # Asked again: a module that installs lazily (JSON, Net::HTTP) may have found, on
       # the require above, a version it does not prove, and stayed out.
       refusal = refusal(column, group)
@@ -47,8 +49,28 @@ module Bench
       say(out, "times", result.times_ns.join(" "))
       say(out, "cpu", result.cpu_ns.join(" "))
       say(out, "status", "ok")
+    rescue LoadError => e
+      # A reference library that is not installed here (nosj is built by hand): the
+      # column cannot run, which is not the workload's fault.
+      raise unless column.reference
+
+      say(out, "status", "skipped", "#{column.reference} not loadable: #{e.message}")
     rescue StandardError, ScriptError => e
       say(out, "status", "error", "#{e.class}: #{e.message}")
+    end
+
+    # Where a library keeps its version when it was not loaded as a gem (nosj from a
+    # checkout on RUBYLIB, say).
+    VERSION_CONSTANTS = { "json" => "JSON::VERSION", "oj" => "Oj::VERSION", "nosj" => "NOSJ::VERSION" }.freeze
+
+    # "json 3.1.0, oj 3.17.7": what this process timed, for the report header.
+    def self.library_versions(libraries)
+      libraries.map do |lib|
+        version = Gem.loaded_specs[lib]&.version&.to_s
+        constant = VERSION_CONSTANTS[lib]
+        version ||= Object.const_get(constant) if constant && Object.const_defined?(constant)
+        version ? "#{lib} #{version}" : lib
+      end.join(", ")
     end
 
     # Why this process cannot stand for its column, or nil. A rusty column whose module

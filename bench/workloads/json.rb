@@ -1,7 +1,10 @@
 # frozen_string_literal: true
 
-# JSON: parse and generate of the standard benchmark documents, with two Oj reference
-# columns: compat mode (Oj.load / Oj.dump) and, for parse, Oj's newer Oj::Parser.usual.
+# JSON: parse and generate of the standard benchmark documents, with reference columns:
+# Oj compat mode (Oj.load / Oj.dump) and, for parse, Oj's newer Oj::Parser.usual; nosj
+# (a Rust JSON gem, where it is on the load path: bench/README.md); and for parse, the
+# floor: the same Ruby objects built from a recorded parse, with no parsing at all
+# (RustyStdlib::JSON::Tape), what any parser must pay.
 require_relative "../harness/corpus"
 require_relative "../harness/json_shapes"
 
@@ -20,10 +23,16 @@ documents = {
 # Oj::Parser.usual with `decimal = :ruby` (Ruby converts long decimals, as the gem does):
 # its default (:auto) turns canada's 17-digit floats into BigDecimal, which would not
 # match the gem's output; :float matches too but is several times slower.
-OJ_USUAL = "($oj_usual ||= Oj::Parser.usual.tap { |p| p.decimal = :ruby }).parse(input)"
+JSON_OJ_USUAL = "($oj_usual ||= Oj::Parser.usual.tap { |p| p.decimal = :ruby }).parse(input)"
+# The tape is recorded on the first call (untimed: calibration and warm-up come first).
+JSON_FLOOR = "($rusty_tape ||= (RustyStdlib.native? && RustyStdlib::JSON::Tape.new(input))).build"
 
-Bench.define(:json, requires: %w[json], references: { "Oj compat" => %w[oj], "Oj usual" => %w[oj] },
-                    source: "JSON corpus: #{corpus.description}") do
+# nosj takes UTF-8 only; json converts a binary source to UTF-8 on a copy each call, and
+# so does this.
+JSON_NOSJ_PARSE = "NOSJ.parse(input.dup.force_encoding(Encoding::UTF_8))"
+JSON_REFERENCES = { "Oj compat" => %w[oj], "Oj usual" => %w[oj], "nosj" => %w[nosj], "floor" => %w[rusty_stdlib] }.freeze
+
+Bench.define(:json, requires: %w[json], references: JSON_REFERENCES, source: "JSON corpus: #{corpus.description}") do
   documents.each do |name, shape|
     read = -> { corpus.read("#{name}.json") { |random| JSON.generate(shape.call(random)) } }
     workload "json-parse-#{name}",
@@ -31,14 +40,15 @@ Bench.define(:json, requires: %w[json], references: { "Oj compat" => %w[oj], "Oj
              bytes: ->(input) { input.bytesize },
              op: "JSON.parse(input)",
              output: ->(value) { value.inspect },
-             references: { "Oj compat" => "Oj.load(input, mode: :compat)", "Oj usual" => OJ_USUAL }
+             references: { "Oj compat" => "Oj.load(input, mode: :compat)", "Oj usual" => JSON_OJ_USUAL,
+                           "nosj" => JSON_NOSJ_PARSE, "floor" => JSON_FLOOR }
   end
 
-  %w[small twitter citm_catalog canada].each do |name|
+  %w[small twitter citm_catalog canada activitypub ohai].each do |name|
     shape = documents.fetch(name)
     workload "json-generate-#{name}",
              setup: -> { JSON.parse(corpus.read("#{name}.json") { |r| JSON.generate(shape.call(r)) }) },
              op: "JSON.generate(input)",
-             references: { "Oj compat" => "Oj.dump(input, mode: :compat)" }
+             references: { "Oj compat" => "Oj.dump(input, mode: :compat)", "nosj" => "NOSJ.generate(input)" }
   end
 end

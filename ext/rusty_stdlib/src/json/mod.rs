@@ -15,6 +15,7 @@ mod parser;
 mod sink;
 mod spare;
 mod stack;
+mod tape;
 mod v3;
 
 use magnus::{function, method, prelude::*, Error, RModule, Ruby};
@@ -52,6 +53,12 @@ fn define(ruby: &Ruby, root: RModule) -> Result<(), Error> {
     module.define_module_function(
         "direct_hash_walk?",
         function!(crate::helpers::hash_layout::walkable, 0),
+    )?;
+    let tape = module.define_class("Tape", ruby.class_object())?;
+    tape.define_singleton_method("new", function!(tape::TapeObject::new, 1))?;
+    tape.define_method(
+        "build",
+        crate::scrubbing!(method!(tape::TapeObject::build, 0);),
     )?;
     key_cache::init();
     generator::init(ruby, module)?;

@@ -22,9 +22,11 @@ mod number;
 mod parser;
 pub mod position;
 mod string;
+mod tape;
 
 pub use error::{Error, ErrorKind, Message, Segment};
 pub use parser::{parse, FloatValue, Options, Sink};
+pub use tape::Tape;
 
 #[cfg(test)]
 mod tests;
