@@ -8,6 +8,7 @@
 //! - [`bignum_shorts`]: the 16-bit little-endian digits of a 64-bit magnitude.
 //! - [`flush_points`]: where MRI writes a dump to an IO port in chunks.
 //! - [`port_reader`]: the calls MRI makes to read a dump from an IO port.
+//! - [`vet`]: whether a dump loads only what `safe_load` permits, before anything loads.
 //!
 //! The binding crate walks Ruby objects; everything that only shuffles bytes lives here
 //! so that it is covered by `cargo test`.
@@ -16,6 +17,7 @@ mod flush_points;
 pub mod port_reader;
 #[cfg(test)]
 mod tests;
+pub mod vet;
 
 pub use flush_points::flush_points;
 

@@ -37,6 +37,8 @@
 //! bounded by a depth cap and by `ruby_stack_check`, so deep graphs and small
 //! thread/fiber stacks fall back instead of overflowing; panics are caught and fall back
 //! too.
+//!
+//! `native_vet` is `safe_load`'s check before any load (`vet.rs`).
 
 mod classes;
 mod dump;
@@ -47,6 +49,7 @@ mod key_cache;
 mod load;
 mod port;
 mod proc_load;
+mod vet;
 
 use magnus::rb_sys::AsRawValue;
 use magnus::{function, prelude::*, Error, RModule, Ruby, Value};
@@ -78,7 +81,8 @@ pub fn init(ruby: &Ruby, root: RModule) -> Result<(), Error> {
         module.define_singleton_method(
             "native_load_proc",
             crate::scrubbing!(function!(native_load_proc, 4); source, freeze, proc, fallback),
-        )
+        )?;
+        module.define_singleton_method("native_vet", function!(vet::native_vet, 4))
     })
 }
 

@@ -1,0 +1,71 @@
+//! `RustyStdlib::Marshal.native_vet(source, classes, symbols, max_depth)`: the binding of
+//! `rusty_core::marshal::vet` that `safe_load` asks before it loads anything. Returns nil
+//! when the dump may be loaded, else the refusal as an Array (`[:class, "Foo"]`,
+//! `[:too_deep]`, ...), the same Arrays the pure-Ruby walk returns
+//! (lib/rusty_stdlib/marshal/vet.rb); lib/rusty_stdlib/marshal/safe_load.rb turns them
+//! into exceptions.
+
+use magnus::{prelude::*, Error, RArray, RString, Ruby, Value};
+use rusty_core::marshal::vet::{vet, Policy, Refusal};
+
+/// The names in an Array of Strings, as bytes.
+fn names(list: RArray) -> Result<Vec<Vec<u8>>, Error> {
+    list.into_iter()
+        .map(|name| RString::try_convert(name).map(|s| unsafe { s.as_slice() }.to_vec()))
+        .collect()
+}
+
+pub fn native_vet(
+    ruby: &Ruby,
+    source: RString,
+    classes: RArray,
+    symbols: Option<RArray>,
+    max_depth: usize,
+) -> Result<Value, Error> {
+    let classes = names(classes)?;
+    let symbols = symbols.map(names).transpose()?;
+    let class_refs: Vec<&[u8]> = classes.iter().map(Vec::as_slice).collect();
+    let symbol_refs: Option<Vec<&[u8]>> = symbols
+        .as_ref()
+        .map(|s| s.iter().map(Vec::as_slice).collect());
+    let policy = Policy {
+        permitted_classes: &class_refs,
+        permitted_symbols: symbol_refs.as_deref(),
+        max_depth,
+    };
+    // SAFETY: no Ruby code runs while the walk reads the bytes.
+    let outcome = std::panic::catch_unwind(|| vet(unsafe { source.as_slice() }, &policy));
+    let refusal = match outcome {
+        Ok(Ok(())) => return Ok(ruby.qnil().as_value()),
+        Ok(Err(refusal)) => refusal,
+        Err(_) => {
+            return Err(Error::new(
+                ruby.exception_runtime_error(),
+                "rusty_stdlib: Marshal vet failed",
+            ))
+        }
+    };
+    let sym = |name: &str| ruby.to_symbol(name).as_value();
+    let bytes = |b: &[u8]| ruby.str_from_slice(b).as_value();
+    let parts: Vec<Value> = match refusal {
+        Refusal::Class(name) => vec![sym("class"), bytes(&name)],
+        Refusal::Symbol(name) => vec![sym("symbol"), bytes(&name)],
+        Refusal::Ivar { name, on } => vec![sym("ivar"), bytes(&name), bytes(on.as_bytes())],
+        Refusal::TooDeep => vec![sym("too_deep")],
+        Refusal::TooShort => vec![sym("too_short")],
+        Refusal::NegativeSize => vec![sym("negative_size")],
+        Refusal::NegativeArraySize => vec![sym("negative_array_size")],
+        Refusal::BadSymbol => vec![sym("bad_symbol")],
+        Refusal::Format(byte) => vec![sym("format"), ruby.integer_from_i64(byte as i64).as_value()],
+        Refusal::SymbolFormat(byte) => vec![
+            sym("symbol_format"),
+            ruby.integer_from_i64(byte as i64).as_value(),
+        ],
+        Refusal::SymlinkWithEncoding => vec![sym("symlink_with_encoding")],
+    };
+    let array = ruby.ary_new_capa(parts.len());
+    for part in parts {
+        array.push(part)?;
+    }
+    Ok(array.as_value())
+}
