@@ -244,4 +244,6 @@ module RustyStdlib
   end
 end
 
+require_relative "marshal/safe_load"
+
 RustyStdlib::Marshal.install!

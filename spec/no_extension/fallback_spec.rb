@@ -27,6 +27,33 @@ RSpec.describe "rusty_stdlib on #{RUBY_ENGINE} #{RUBY_VERSION}" do
     expect(ours.last.exitstatus).to eq(plain.last.exitstatus)
   end
 
+  # On a Ruby without the extension, safe_load's check is the pure-Ruby walk.
+  it "gives RustyStdlib::Marshal.safe_load, which refuses before any hook runs" do
+    code = <<~'RUBY'
+      require "rusty_stdlib"; require "tmpdir"
+      class Hook
+        def initialize(path); @path = path; end
+        def _dump(_level); @path; end
+        def self._load(path); File.write(path, "ran"); end
+      end
+      value = [1, "caf\u00e9", :s, { "k" => [nil, 2.5, 2**70] }]
+      p RustyStdlib::Marshal.safe_load(Marshal.dump(value)) == Marshal.load(Marshal.dump(value))
+      Dir.mktmpdir do |dir|
+        path = File.join(dir, "ran")
+        begin
+          RustyStdlib::Marshal.safe_load(Marshal.dump(Hook.new(path)))
+        rescue RustyStdlib::Marshal::DisallowedClass => e
+          p e.message
+        end
+        p File.exist?(path)
+      end
+      p RustyStdlib::Marshal.safe_load(Marshal.dump(Time.at(0)), permitted_classes: [Time]) == Time.at(0)
+    RUBY
+    out, err, status = run_ruby(clean_env, "-I", lib, "-e", code)
+    expect([err, status.success?]).to eq(["", true])
+    expect(out.lines.map(&:chomp)).to eq(["true", '"Tried to load unspecified class: Hook"', "false", "true"])
+  end
+
   context "without the C API", if: off_cruby do
     reason = "native extension unavailable (#{RUBY_ENGINE} has no CRuby C API)"
 
