@@ -173,6 +173,12 @@ module RustyStdlib
         READERS.all? { |name| NetHttp.ours?(klass, name) }
       end
 
+      # The stdlib's message for a header line without a colon, as it raises it: net-http
+      # 0.2.0 (Ruby 3.1) has no frozen_string_literal, so a caller may append to it there.
+      def self.header_format_error
+        Net::HTTP::VERSION == "0.2.0" ? +"wrong header line format" : "wrong header line format"
+      end
+
       # Whether `sock` is a Net::BufferedIO itself (not a subclass): asked without
       # calling a method of `sock` first, which any object (even a BasicObject) may lack.
       def self.buffered_io?(sock)
@@ -219,7 +225,7 @@ module RustyStdlib
             else
               yield key, value if key
               key, value = line.strip.split(/\s*:\s*/, 2)
-              raise Net::HTTPBadResponse, "wrong header line format" if value.nil?
+              raise Net::HTTPBadResponse, ResponseHead.header_format_error if value.nil?
             end
             next
           end
@@ -233,7 +239,7 @@ module RustyStdlib
             yield key, value if key
             key = name
             value = field_value
-            raise Net::HTTPBadResponse, "wrong header line format" if value.nil?
+            raise Net::HTTPBadResponse, ResponseHead.header_format_error if value.nil?
           end
         end
         yield key, value if key

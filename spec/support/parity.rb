@@ -38,7 +38,7 @@ module Parity
   Outcome = Struct.new(:raised, :klass, :value, :encoding, :frozen) do
     def inspect
       if raised
-        "raised #{klass}: #{value.inspect} (#{encoding})"
+        "raised #{klass}: #{value.inspect} (#{encoding}#{frozen ? ', frozen' : ''})"
       else
         "#{klass} #{value.inspect} (#{encoding || 'no encoding'}, #{frozen ? 'frozen' : 'not frozen'})"
       end
@@ -58,7 +58,8 @@ module Parity
     Outcome.new(false, class_name(value.class), value, encoding, value.frozen?)
   rescue StandardError, ScriptError, NoMemoryError, SystemStackError => e
     message = e.message
-    Outcome.new(true, class_name(e.class), without_addresses(message), message.encoding, nil)
+    # Whether the message is frozen too: a caller may append to the stdlib's.
+    Outcome.new(true, class_name(e.class), without_addresses(message), message.encoding, message.frozen?)
   end
 
   # Two runs cannot raise about the same object, so `#<Foo:0x000...>` addresses in
