@@ -6,7 +6,7 @@
 #
 #   ruby fuzz/run.rb [--seconds=N] [--seed=S] [target ...]    (or: rake fuzz)
 #
-# Targets (fuzz/targets/): json_parse, json_generate, marshal_dump, marshal_load,
+# Targets (fuzz/targets/): json_parse, json_generate, marshal_dump, marshal_load, marshal_safe_load,
 # net_http_request, net_http_response, uri_form, digest; all by default, each for N seconds
 # (default 30). Open-ended, so not part of `rake test`: the specs keep the cases that
 # matter. Each mismatch is written to target/fuzz/<target>-<seed>.txt with the input that
