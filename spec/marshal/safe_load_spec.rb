@@ -40,7 +40,13 @@ RSpec.describe "RustyStdlib::Marshal.safe_load" do
   # Both walks on `dump` under the same policy must give the same answer.
   def expect_walks_agree(dump, classes, symbols, depth)
     ruby = RustyStdlib::Marshal::Vet.call(dump, classes, symbols, depth)
-    native = RustyStdlib::Marshal.native_vet(dump, classes, symbols, depth)
+    # Under GC stress: every Ruby object the refusal is made of must be kept alive.
+    native = begin
+      GC.stress = Parity.stress_mode if Parity::GC_STRESS
+      RustyStdlib::Marshal.native_vet(dump, classes, symbols, depth)
+    ensure
+      GC.stress = false
+    end
     expect(native).to eq(ruby), "walks differ on #{dump.unpack1('H*')}: native #{native.inspect}, ruby #{ruby.inspect}"
     ruby
   end

@@ -41,8 +41,11 @@ impl TapeObject {
                 format!("not a document json parses ({:?} at byte {})", e.kind, e.at),
             )
         })?;
+        let wrapped = ruby.obj_wrap(TapeObject { tape, source: copy });
+        // Used after the wrap: until then the copy is held only by a Rust struct on the
+        // heap, which the GC does not see, and the wrap allocates.
         std::hint::black_box(text);
-        Ok(ruby.obj_wrap(TapeObject { tape, source: copy }))
+        Ok(wrapped)
     }
 
     /// The document's objects, built by the sink `JSON.parse` uses.

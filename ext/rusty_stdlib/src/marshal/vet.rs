@@ -45,27 +45,26 @@ pub fn native_vet(
             ))
         }
     };
-    let sym = |name: &str| ruby.to_symbol(name).as_value();
-    let bytes = |b: &[u8]| ruby.str_from_slice(b).as_value();
-    let parts: Vec<Value> = match refusal {
-        Refusal::Class(name) => vec![sym("class"), bytes(&name)],
-        Refusal::Symbol(name) => vec![sym("symbol"), bytes(&name)],
-        Refusal::Ivar { name, on } => vec![sym("ivar"), bytes(&name), bytes(on.as_bytes())],
-        Refusal::TooDeep => vec![sym("too_deep")],
-        Refusal::TooShort => vec![sym("too_short")],
-        Refusal::NegativeSize => vec![sym("negative_size")],
-        Refusal::NegativeArraySize => vec![sym("negative_array_size")],
-        Refusal::BadSymbol => vec![sym("bad_symbol")],
-        Refusal::Format(byte) => vec![sym("format"), ruby.integer_from_i64(byte as i64).as_value()],
-        Refusal::SymbolFormat(byte) => vec![
-            sym("symbol_format"),
-            ruby.integer_from_i64(byte as i64).as_value(),
-        ],
-        Refusal::SymlinkWithEncoding => vec![sym("symlink_with_encoding")],
-    };
-    let array = ruby.ary_new_capa(parts.len());
-    for part in parts {
-        array.push(part)?;
-    }
+    // Each part goes into the Array as soon as it is made: a Rust Vec of Values is not
+    // seen by the GC, so a String kept there could be freed by the next allocation.
+    let array = ruby.ary_new_capa(3);
+    let kind = |name: &str| array.push(ruby.to_symbol(name));
+    let bytes = |b: &[u8]| array.push(ruby.str_from_slice(b));
+    let byte = |b: u8| array.push(ruby.integer_from_i64(b as i64));
+    match refusal {
+        Refusal::Class(name) => kind("class").and_then(|_| bytes(&name)),
+        Refusal::Symbol(name) => kind("symbol").and_then(|_| bytes(&name)),
+        Refusal::Ivar { name, on } => kind("ivar")
+            .and_then(|_| bytes(&name))
+            .and_then(|_| bytes(on.as_bytes())),
+        Refusal::TooDeep => kind("too_deep"),
+        Refusal::TooShort => kind("too_short"),
+        Refusal::NegativeSize => kind("negative_size"),
+        Refusal::NegativeArraySize => kind("negative_array_size"),
+        Refusal::BadSymbol => kind("bad_symbol"),
+        Refusal::Format(b) => kind("format").and_then(|_| byte(b)),
+        Refusal::SymbolFormat(b) => kind("symbol_format").and_then(|_| byte(b)),
+        Refusal::SymlinkWithEncoding => kind("symlink_with_encoding"),
+    }?;
     Ok(array.as_value())
 }
