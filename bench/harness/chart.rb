@@ -20,7 +20,10 @@ module Bench
     def initialize(results, caption: nil)
       @results = results
       @caption = caption
-      @columns = results.flat_map(&:columns).uniq(&:id).reject { |c| c == Columns.baseline }
+      columns = results.flat_map(&:columns).uniq(&:id).reject { |c| c == Columns.baseline }
+      # A column with no ratio anywhere (--yjit on a Ruby without YJIT, a peer that was
+      # not loadable) would only add rows of "n/a": the report's Notes say why.
+      @columns = columns.select { |c| results.any? { |r| ratio(r, c)&.positive? } }
     end
 
     def svg
