@@ -11,7 +11,7 @@ require_relative "../support"
   Soak.outcome("marshal huge length #{i}") { Marshal.load(bytes.b) }
 end
 depth = Soak.scale(100_000, 20_000)
-Soak.outcome("marshal deep") { Marshal.load("\x04\x08#{'[\x06' * depth}0".b).flatten.size }
+Soak.outcome("marshal deep") { Marshal.load("\x04\x08#{"[\x06" * depth}0".b).flatten.size }
 Soak.outcome("json deep") { JSON.parse("[" * depth + "]" * depth) }
 Soak.outcome("json deep, unlimited") { JSON.parse("[" * 5_000 + "]" * 5_000, max_nesting: false).flatten }
 Soak.outcome("json generate deep") { JSON.generate((1..5_000).reduce([]) { |inner, _| [inner] }) }
