@@ -49,7 +49,7 @@ module Fuzz
 
       seen[value] = true
       return false unless CORE.any? { |c| value.instance_of?(c) }
-      return false if !value.frozen? && !value.instance_variables.empty?
+      return false unless value.instance_variables.empty?
 
       case value
       when Array then value.all? { |v| core?(v, seen) }

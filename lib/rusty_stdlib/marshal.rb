@@ -53,8 +53,7 @@ module RustyStdlib
 
     class << self
       def unsupported_reason
-        abi = RUBY_VERSION[/\A\d+\.\d+/]
-        unless PROVEN_RUBIES.include?(abi) || PROVEN_RUBIES.include?(RUBY_VERSION)
+        unless proven_ruby?
           return "Marshal on Ruby #{RUBY_VERSION} is not proven (#{PROVEN_RUBIES.join(', ')} are)"
         end
         return nil if installed?
@@ -64,6 +63,12 @@ module RustyStdlib
 
         "Marshal.#{patched.keys.join('/')} already redefined (not the stdlib's own); left as it is"
       end
+
+      # Whether the specs prove our Marshal on this Ruby (its series, or this release).
+      def proven_ruby?
+        PROVEN_RUBIES.include?(RUBY_VERSION[/\A\d+\.\d+/]) || PROVEN_RUBIES.include?(RUBY_VERSION)
+      end
+      private :proven_ruby?
 
       # Swaps ours in now, or (json, net_http) once the app requires the library, unless
       # RustyStdlib.status gives a reason not to. Safe to call in any state; returns

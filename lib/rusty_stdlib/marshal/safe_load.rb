@@ -111,8 +111,7 @@ module RustyStdlib
 
       # The walk in Rust on a Ruby whose Marshal the specs prove, else the same in Ruby.
       def native_vet?
-        RustyStdlib.native? && respond_to?(:native_vet) &&
-          (PROVEN_RUBIES.include?(RUBY_VERSION[/\A\d+\.\d+/]) || PROVEN_RUBIES.include?(RUBY_VERSION))
+        RustyStdlib.native? && respond_to?(:native_vet) && proven_ruby?
       end
 
       def refusal_error(refusal, max_depth)
