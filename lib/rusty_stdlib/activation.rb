@@ -82,6 +82,22 @@ module RustyStdlib
       true
     end
 
+    # Puts the stdlib back for `name` (`mod`'s private `swap_out!` does it and says why not,
+    # or nil). Each module's own `uninstall!` calls it; safe in any state. Returns whether
+    # the stdlib is in place for `name` now.
+    def deactivate(name, mod)
+      return true unless @activated.include?(name)
+
+      reason = mod.send(:swap_out!)
+      if reason
+        warn "rusty_stdlib: #{name} stays installed: #{reason}"
+        return false
+      end
+      @activated.delete(name)
+      @status[name] = "uninstalled by #{mod}.uninstall!"
+      true
+    end
+
     # For a module that said :pending (it installs lazily), the library that
     # loaded is not one it proves, so it stays out; status says why, and -w shows it.
     def withdraw(name, reason)

@@ -42,6 +42,13 @@ module RustyStdlib
         RustyStdlib.send(:activate, :digest, self)
       end
 
+      # Puts the stdlib back (ours stays callable, as before install!). Safe to call in any
+      # state; returns whether the stdlib is in place. If the app redefined a method of
+      # ours since, nothing is undone: it warns which and returns false.
+      def uninstall!
+        RustyStdlib.send(:deactivate, :digest, self)
+      end
+
       # Called by RustyStdlib.activate once nothing stands in the way.
       def swap_in!
         load_stdlib
@@ -49,14 +56,30 @@ module RustyStdlib
           next if @stdlib.key?(name)
 
           original = ::Digest.const_get(name)
-          ours = build_class(name.to_s) # native: an anonymous class until named here
+          # native: an anonymous class until named here; the same one again after uninstall!
+          ours = const_defined?(name, false) ? const_get(name, false) : build_class(name.to_s)
           ::Digest.send(:remove_const, name)
           ::Digest.const_set(name, ours)
-          const_set(name, ours)
+          const_set(name, ours) unless const_defined?(name, false)
           @stdlib[name] = original
         end
       end
       private :swap_in!
+
+      # Called by RustyStdlib.deactivate: nil once the stdlib's classes are back, else why
+      # not. Digest objects made before keep their class (ours).
+      def swap_out!
+        changed = @stdlib.keys.reject { |name| ::Digest.const_get(name, false).equal?(const_get(name, false)) }
+        return "Digest::#{changed.join(', Digest::')} replaced since rusty_stdlib swapped it in" unless changed.empty?
+
+        @stdlib.each do |name, original|
+          ::Digest.send(:remove_const, name)
+          ::Digest.const_set(name, original)
+        end
+        @stdlib.clear
+        nil
+      end
+      private :swap_out!
 
       private
 

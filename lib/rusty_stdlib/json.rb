@@ -136,11 +136,36 @@ module RustyStdlib
         RustyStdlib.send(:activate, :json, self)
       end
 
+      # Puts the stdlib back (ours stays callable, as before install!). Safe to call in any
+      # state; returns whether the stdlib is in place. If the app redefined a method of
+      # ours since, nothing is undone: it warns which and returns false.
+      def uninstall!
+        RustyStdlib.send(:deactivate, :json, self)
+      end
+
       # Called by RustyStdlib.activate once nothing stands in the way.
       def swap_in!
         loaded? ? install_now : RequireWatch.watch(FEATURES, self)
       end
       private :swap_in!
+
+      # Called by RustyStdlib.deactivate: nil once the gem's parser, generator, JSON.parse
+      # and JSON.generate are back, else why not. While pending (json not loaded) there is
+      # nothing to undo: `call` sees the module deactivated and leaves json alone.
+      def swap_out!
+        return nil unless @installed_now
+
+        reason = MethodSwap.unswap(::JSON.singleton_class => %i[parse generate])
+        return reason if reason
+
+        ::JSON.parser = @gem_parser
+        if @generator_installed
+          v3? ? (::JSON.generator = @gem_generator) : uninstall_generator
+        end
+        @installed_now = @generator_installed = false
+        nil
+      end
+      private :swap_out!
 
       # Called by RequireWatch after a require returned (see FEATURES): installs ours once
       # json is loaded, unless the json that loaded is not one we prove.
@@ -162,6 +187,8 @@ module RustyStdlib
 
       def install_now
         @installed_now = true
+        @gem_parser = ::JSON.parser
+        @gem_generator = ::JSON.generator
         ::JSON.parser = parser
         if v3?
           swap_plain(:parse, V3::PlainParse)
@@ -200,7 +227,31 @@ module RustyStdlib
 
           gem_methods.const_get(name, false).prepend(ours.const_get(name, false))
         end
-        own = own_to_json(ours.constants)
+        @parked&.each { |mod, methods| methods.each { |name, method, visibility| MethodSwap.put(mod, name, method, visibility) } }
+        @parked = nil
+        assign_generator(generator)
+      end
+
+      # Undoes install_generator. Ruby cannot take a prepended module out, so each of ours
+      # gives up its methods (kept in @parked for the next install!) and calls pass through
+      # it to the gem's; then the gem's generator goes back in.
+      def uninstall_generator
+        ours = generator::GeneratorMethods
+        @parked = ours.constants.to_h do |name|
+          mod = ours.const_get(name, false)
+          methods = (mod.instance_methods(false) + mod.private_instance_methods(false)).map do |method|
+            [method, mod.instance_method(method), MethodSwap.visibility(mod, method)]
+          end
+          methods.each { |method, *| mod.send(:remove_method, method) }
+          [mod, methods]
+        end
+        assign_generator(@gem_generator)
+      end
+
+      # `JSON.generator = generator`, putting back the #to_json that a core class defines
+      # itself, which json 2's `generator=` removes.
+      def assign_generator(generator)
+        own = own_to_json(generator::GeneratorMethods.constants)
         ::JSON.generator = generator
         own.each do |klass, method, visibility|
           klass.send(:define_method, :to_json, method)

@@ -77,11 +77,24 @@ module RustyStdlib
         RustyStdlib.send(:activate, :marshal, self)
       end
 
+      # Puts the stdlib back (ours stays callable, as before install!). Safe to call in any
+      # state; returns whether the stdlib is in place. If the app redefined a method of
+      # ours since, nothing is undone: it warns which and returns false.
+      def uninstall!
+        RustyStdlib.send(:deactivate, :marshal, self)
+      end
+
       # Called by RustyStdlib.activate once nothing stands in the way.
       def swap_in!
         STDLIB_SOURCES.each_key { |name| MethodSwap.swap(::Marshal.singleton_class, name, Overrides) }
       end
       private :swap_in!
+
+      # Called by RustyStdlib.deactivate: nil once the stdlib is back, else why not.
+      def swap_out!
+        MethodSwap.unswap(::Marshal.singleton_class => STDLIB_SOURCES.keys)
+      end
+      private :swap_out!
 
       def installed?
         MethodSwap.swapped?(::Marshal.singleton_class, :load)

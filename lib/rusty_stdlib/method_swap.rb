@@ -18,6 +18,11 @@ module RustyStdlib
   module MethodSwap
     STDLIB_PREFIX = "__rusty_stdlib_stdlib_"
 
+    # [owner, name] => the UnboundMethod `swap` put there, to tell at `unswap` whether it
+    # is still ours (a later redefinition or alias chain must not be undone). Touched only
+    # when installing or uninstalling, in the main Ractor.
+    @swapped_in = {}
+
     module_function
 
     # The name of the replaced `name` once swapped.
@@ -56,6 +61,35 @@ module RustyStdlib
       # and keep the first one's method.
       put(owner, stdlib_name(name), own_method(owner, name), :private)
       put(owner, name, source.instance_method(name), visibility)
+      @swapped_in[[owner, name]] = owner.instance_method(name)
+    end
+
+    # Puts the stdlib's methods back for each [owner, names] of `swaps` and drops the
+    # aliases, all or none: if the app redefined one of ours since (an alias_method chain,
+    # a new def), nothing is undone and the answer says which
+    # (nil when done). A module prepended to `owner` stays and reaches the stdlib's.
+    def unswap(swaps)
+      pairs = swaps.flat_map { |owner, names| names.map { |name| [owner, name] } }
+                   .select { |owner, name| swapped?(owner, name) }
+      changed = pairs.reject { |owner, name| ours_in_place?(owner, name) }
+      return "#{changed.map { |owner, name| describe(owner, name) }.join(', ')} changed since rusty_stdlib swapped it in" unless changed.empty?
+
+      pairs.each do |owner, name|
+        put(owner, name, owner.instance_method(stdlib_name(name)), visibility(owner, name))
+        owner.send(:remove_method, stdlib_name(name))
+        @swapped_in.delete([owner, name])
+      end
+      nil
+    end
+
+    # Whether `owner`'s own `name` is still what `swap` put there.
+    def ours_in_place?(owner, name)
+      own_method(owner, name) == @swapped_in[[owner, name]]
+    end
+
+    # "Marshal.load" or "Net::HTTPHeader#capitalize", as a user would write it.
+    def describe(owner, name)
+      owner.singleton_class? ? "#{owner.inspect[/\A#<Class:(.*)>\z/, 1]}.#{name}" : "#{owner}##{name}"
     end
 
     # The replaced `name` of `owner`, as an UnboundMethod (the current one if not swapped).

@@ -409,6 +409,13 @@ module RustyStdlib
         RustyStdlib.send(:activate, :net_http, self)
       end
 
+      # Puts the stdlib back (ours stays callable, as before install!). Safe to call in any
+      # state; returns whether the stdlib is in place. If the app redefined a method of
+      # ours since, nothing is undone: it warns which and returns false.
+      def uninstall!
+        RustyStdlib.send(:deactivate, :net_http, self)
+      end
+
       # Called by RustyStdlib.activate once nothing stands in the way.
       def swap_in!
         SEAMS.each do |piece, mod, target_proc, file|
@@ -424,6 +431,16 @@ module RustyStdlib
         watch_requires unless @pieces.size == SEAMS.size
       end
       private :swap_in!
+
+      # Called by RustyStdlib.deactivate: nil once every piece's stdlib methods are back,
+      # else why not. (The native side's remembered stock methods stay: only our swapped
+      # methods consult them.)
+      def swap_out!
+        reason = MethodSwap.unswap(@pieces.values.map { |mod, target| [target, methods_of(mod)] })
+        @pieces.clear unless reason
+        reason
+      end
+      private :swap_out!
 
       # Called by RequireWatch after a require returned (see FEATURES).
       def call

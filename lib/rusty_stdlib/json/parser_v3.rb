@@ -45,7 +45,7 @@ module RustyStdlib
       module CoderParsing
         def initialize(object_class: nil, array_class: nil, on_load: nil, strict: true, **options, &as_json)
           super
-          return unless object_class.nil? && array_class.nil? && on_load.nil?
+          return unless object_class.nil? && array_class.nil? && on_load.nil? && RustyStdlib::JSON.installed_now?
 
           @parser_config = ParserConfig.new(options.slice(*PARSER_OPTIONS)).freeze
         end
