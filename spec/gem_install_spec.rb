@@ -1,6 +1,7 @@
 # frozen_string_literal: true
 
 require "tmpdir"
+require "rubygems/package"
 
 # Builds the gem, installs it into a private GEM_HOME as a user would (compiling the
 # extension through extconf.rb), and requires it from an unrelated directory.
@@ -34,6 +35,37 @@ RSpec.describe "gem build + gem install", :slow do
       expect(installed).to eq("true")
       expect(so_path).to start_with(home)
       expect(md5).to eq(RustyStdlib::Digest.stdlib(:MD5).hexdigest(""))
+    end
+  end
+
+  it "packs a precompiled gem (bin/build-native-gem) that installs without Rust and loads its build" do
+    abi = RUBY_VERSION[/\A\d+\.\d+/]
+    Dir.mktmpdir do |dir|
+      out, err, status = Open3.capture3(RbConfig.ruby, File.join(root, "bin", "build-native-gem"), abi, "--output", dir)
+      expect(status.success?).to be(true), out + err
+      gem_file = Dir[File.join(dir, "rusty_stdlib-#{RustyStdlib::VERSION}-#{Gem::Platform.local}.gem")].first
+      expect(gem_file).not_to be_nil, out
+      spec = Gem::Package.new(gem_file).spec
+      expect([spec.extensions, spec.files.grep(/\.so\z/)]).to eq([[], ["lib/rusty_stdlib/#{abi}/rusty_stdlib.so"]])
+      expect(spec.required_ruby_version.to_s).to eq(">= #{abi}, < #{abi.split('.').then { |a, b| "#{a}.#{b.to_i + 1}" }}.dev")
+
+      # No Rust on the PATH: nothing may try to build.
+      home = File.join(dir, "gems")
+      env = { "PATH" => "/usr/bin:/bin", "CARGO_TARGET_DIR" => nil, "GEM_HOME" => nil }
+      out, err, status = Open3.capture3(env, RbConfig.ruby, "-S", "gem", "install", "--local", "--no-document",
+                                        "--install-dir", home, gem_file)
+      expect(status.success?).to be(true), out + err
+      expect(out + err).not_to include("Building native extensions")
+
+      code = 'require "rusty_stdlib"; p RustyStdlib.installed.include?(:digest); ' \
+             'puts $LOADED_FEATURES.grep(/rusty_stdlib\.so\z/); puts Digest::SHA1.hexdigest("")'
+      env = { "GEM_HOME" => home, "GEM_PATH" => home, "RUBYLIB" => nil, "RUSTY_STDLIB" => nil }
+      out, err, status = Open3.capture3(env, RbConfig.ruby, "-w", "-e", code, chdir: dir)
+      expect([status.success?, err]).to eq([true, ""])
+      installed, so_path, sha1 = out.lines.map(&:chomp)
+      expect(installed).to eq("true")
+      expect(so_path).to eq(File.join(home, "gems", spec.full_name, "lib", "rusty_stdlib", abi, "rusty_stdlib.so"))
+      expect(sha1).to eq(RustyStdlib::Digest.stdlib(:SHA1).hexdigest(""))
     end
   end
 

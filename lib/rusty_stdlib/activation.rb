@@ -173,14 +173,19 @@ module RustyStdlib
     end
 
     # The command that builds the extension where this copy of the gem lives: a source
-    # checkout (a Bundler path: or git: source) builds with rake, an installed gem with
-    # gem pristine.
+    # checkout (a Bundler path: or git: source) builds with rake, an installed source gem
+    # with gem pristine; a precompiled gem (bin/build-native-gem) has no sources, so the
+    # source gem must be installed.
     def build_hint
       root = File.expand_path("../..", __dir__)
       if File.exist?(File.join(root, "Rakefile")) && File.exist?(File.join(root, "Cargo.toml"))
         "To build it: cd #{root} && rake compile"
-      else
+      elsif File.exist?(File.join(root, "ext", "rusty_stdlib", "extconf.rb"))
         "To build it: gem pristine rusty_stdlib --version #{VERSION}"
+      else
+        built = Dir[File.join(__dir__, "*", "rusty_stdlib.so")].map { |path| File.basename(File.dirname(path)) }
+        "This precompiled gem has builds for Ruby #{built.sort.join(', ')}. To build one for this Ruby: " \
+          "gem install rusty_stdlib --version #{VERSION} --platform ruby"
       end
     end
   end
