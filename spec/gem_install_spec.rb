@@ -11,11 +11,12 @@ RSpec.describe "gem build + gem install", :slow do
   # Requires the gem installed in GEM_HOME `home` from the unrelated directory `dir`, as an
   # app would, and checks that Digest is ours and gives the stdlib's digest, with no
   # warning. Returns the path of the extension that loaded.
-  def expect_installed_from(home, dir)
+  # `runner` (e.g. `bundle exec`) runs the Ruby instead, with `env`.
+  def expect_installed_from(home, dir, runner: [], env: { "GEM_HOME" => home, "GEM_PATH" => home })
     code = 'require "rusty_stdlib"; p RustyStdlib.installed.include?(:digest); ' \
            'puts $LOADED_FEATURES.grep(/rusty_stdlib\.so\z/); puts Digest::MD5.hexdigest("")'
-    env = { "GEM_HOME" => home, "GEM_PATH" => home, "RUBYLIB" => nil, "RUSTY_STDLIB" => nil }
-    out, err, status = Open3.capture3(env, RbConfig.ruby, "-w", "-e", code, chdir: dir)
+    env = env.merge("RUBYLIB" => nil, "RUSTY_STDLIB" => nil)
+    out, err, status = Open3.capture3(env, *runner, RbConfig.ruby, "-w", "-e", code, chdir: dir)
     expect([status.success?, err]).to eq([true, ""])
     installed, so_path, md5 = out.lines.map(&:chomp)
     expect([installed, md5]).to eq(["true", RustyStdlib::Digest.stdlib(:MD5).hexdigest("")])
@@ -66,6 +67,28 @@ RSpec.describe "gem build + gem install", :slow do
 
       so_path = expect_installed_from(home, dir)
       expect(so_path).to eq(File.join(home, "gems", spec.full_name, "lib", "rusty_stdlib", abi, "rusty_stdlib.so"))
+    end
+  end
+
+  # Bundler builds a git: source's extension as `gem install` does (a path: source it does
+  # not: spec/shim_spec.rb checks the warning's hint there). Of this checkout's HEAD commit.
+  it "installs from a Bundler git: source, building the extension, and loads it from there" do
+    git_ok = system("git", "-C", root, "rev-parse", "HEAD", out: File::NULL, err: File::NULL)
+    skip "needs git and this checkout's history, which this environment lacks" unless git_ok
+
+    head = IO.popen(["git", "-C", root, "rev-parse", "HEAD"], &:read).strip
+    Dir.mktmpdir do |dir|
+      File.write(File.join(dir, "Gemfile"), %(source "https://rubygems.org"\ngem "rusty_stdlib", git: #{root.inspect}, ref: #{head.inspect}\n))
+      env = { "BUNDLE_GEMFILE" => File.join(dir, "Gemfile"), "BUNDLE_PATH" => File.join(dir, "vendor"),
+              "BUNDLE_APP_CONFIG" => File.join(dir, ".bundle"), "BUNDLE_DISABLE_SHARED_GEMS" => "true",
+              "BUNDLE_SILENCE_ROOT_WARNING" => "true", "RUBYOPT" => nil,
+              # Reuse the checkout's compiled dependencies; only our crates build again.
+              "CARGO_TARGET_DIR" => ENV.fetch("CARGO_TARGET_DIR", File.join(root, "target")) }
+      bundle = [RbConfig.ruby, "-S", "bundle"]
+      out, err, status = Open3.capture3(env, *bundle, "install", "--local", chdir: dir)
+      expect(status.success?).to be(true), out + err
+      so_path = expect_installed_from(nil, dir, runner: [*bundle, "exec"], env: env)
+      expect(so_path).to start_with(File.join(dir, "vendor"))
     end
   end
 
