@@ -216,7 +216,7 @@ const POWERS_OF_TEN: [f64; 23] = [
 /// end. Eight digits at a time while whole words are digits, then the last few from one
 /// more word, padded with leading zeros, so a run's end costs no per-byte branches.
 #[inline(always)]
-fn read_digits(text: &[u8], mut p: usize, mut w: u64) -> (u64, usize) {
+pub(in crate::json) fn read_digits(text: &[u8], mut p: usize, mut w: u64) -> (u64, usize) {
     while p + 8 <= text.len() {
         let word = u64::from_le_bytes(text[p..p + 8].try_into().unwrap());
         let others = non_digits(word);

@@ -1,5 +1,8 @@
 //! json 3.x's number scan (`json_parse_number`) and its choice of conversion.
 
+// A digit run's value appended to an accumulator (wrapping), and the run's end.
+use super::super::number::read_digits as digits;
+
 /// A number literal as json 3.x reads it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) struct Number {
@@ -17,40 +20,6 @@ pub(super) struct Number {
     /// `i32::MAX` / `i32::MIN`, and the subtraction wraps (so `0.05e-9223372036854775807`
     /// is infinite there, and here).
     pub exponent: i64,
-}
-
-#[inline(always)]
-fn digit(src: &[u8], p: usize) -> Option<u8> {
-    match src.get(p) {
-        Some(&d @ b'0'..=b'9') => Some(d - b'0'),
-        _ => None,
-    }
-}
-
-/// The digit run at `p`: its value appended to `acc` (wrapping) and its end.
-#[inline(always)]
-fn digits(src: &[u8], mut p: usize, mut acc: u64) -> (u64, usize) {
-    while p + 8 <= src.len() {
-        let word = u64::from_le_bytes(src[p..p + 8].try_into().unwrap());
-        // All eight bytes digits: high nibble 3 before and after adding 6.
-        let probe = (word & 0xF0F0_F0F0_F0F0_F0F0)
-            | ((word.wrapping_add(0x0606_0606_0606_0606) & 0xF0F0_F0F0_F0F0_F0F0) >> 4);
-        if probe != 0x3333_3333_3333_3333 {
-            break;
-        }
-        let v = word - 0x3030_3030_3030_3030;
-        let v = v * 10 + (v >> 8);
-        let v = (((v & 0x0000_00FF_0000_00FF).wrapping_mul(0x000F_4240_0000_0064))
-            .wrapping_add(((v >> 16) & 0x0000_00FF_0000_00FF).wrapping_mul(0x0000_2710_0000_0001)))
-            >> 32;
-        acc = acc.wrapping_mul(100_000_000).wrapping_add(v);
-        p += 8;
-    }
-    while let Some(d) = digit(src, p) {
-        acc = acc.wrapping_mul(10).wrapping_add(d as u64);
-        p += 1;
-    }
-    (acc, p)
 }
 
 /// Reads the number whose digits start at `p` (after its `-`, if `negative`). When json
