@@ -804,7 +804,8 @@ impl rusty_core::json::v3::Sink for RubySink {
         Sink::integer(self, text, value)
     }
 
-    #[inline]
+    // Always inline: canada.json's 111k floats each paid a call here (callgrind, json 3.1.0).
+    #[inline(always)]
     fn float(&mut self, text: &[u8], value: Option<f64>) -> Result<(), Error> {
         let f = match value {
             Some(f) => f,
