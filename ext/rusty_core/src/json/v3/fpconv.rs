@@ -262,6 +262,34 @@ fn generate_digits(w: Fp, upper: Fp, lower: Fp, digits: &mut [u8; 18], k: &mut i
         *digit = (rest % 10) as u8;
         rest /= 10;
     }
+    if delta < one {
+        // The common case (a double needing more digits than the integral part has):
+        // the test below, `(rest << shift) + part2 <= delta`, can only hold where the
+        // rest is 0, i.e. after the last non-zero digit, and then only if part2 <= delta.
+        // So the digits are found without testing each one.
+        for (slot, &digit) in digits.iter_mut().zip(&integral[..len]) {
+            *slot = digit + b'0';
+        }
+        if part2 > delta {
+            return fraction_digits(part2, delta, shift, wfrac, digits, len, k);
+        }
+        let n = len
+            - integral[..len]
+                .iter()
+                .rev()
+                .take_while(|&&d| d == 0)
+                .count();
+        *k += (len - n) as i32;
+        round_digit(
+            digits,
+            n,
+            delta,
+            part2,
+            TENS[19 - (len - n)] << shift,
+            wfrac,
+        );
+        return n;
+    }
     let mut rest = part1 as u64;
     for (i, &digit) in integral[..len].iter().enumerate() {
         let div = TENS[20 - len + i];
@@ -298,10 +326,11 @@ fn fraction_digits(
         delta = delta.wrapping_mul(10);
         kappa -= 1;
         let digit = part2 >> shift;
-        if digit != 0 || n != 0 {
-            digits[n] = digit as u8 + b'0';
-            n += 1;
-        }
+        // fpconv skips leading zeros here; there are none: the integral part (at least
+        // 1, `upper` being normalized) gave the first digit.
+        debug_assert!(n != 0);
+        digits[n] = digit as u8 + b'0';
+        n += 1;
         part2 &= one - 1;
         if part2 < delta {
             *k += kappa;
