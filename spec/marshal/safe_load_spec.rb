@@ -16,6 +16,13 @@ module SafeLoadSpec
     def self._load(text) = (EVENTS << [:_load, text]) && new(text)
   end
 
+  # A _load that writes the file its dump names: what a refused class must never do.
+  class WritingHook
+    def initialize(path) = (@path = path)
+    def _dump(_level) = @path
+    def self._load(path) = File.write(path, "ran") && allocate
+  end
+
   class MarshalLoadHook
     def marshal_dump = [1]
     def marshal_load(data) = EVENTS << [:marshal_load, data]
@@ -112,18 +119,12 @@ RSpec.describe "RustyStdlib::Marshal.safe_load" do
     it "runs no _load of a class not permitted" do
       Dir.mktmpdir do |dir|
         path = File.join(dir, "pwned")
-        dump = ours.stdlib_dump(spec::LoadHook.new(path))
-        writer = ->(text) { File.write(text, "ran") && spec::LoadHook.allocate }
-        spec::LoadHook.singleton_class.send(:define_method, :_load, &writer)
-        begin
-          expect { ours.safe_load(dump) }.to raise_error(RustyStdlib::Marshal::DisallowedClass,
-                                                          "Tried to load unspecified class: SafeLoadSpec::LoadHook")
-          expect(File).not_to exist(path)
-          ours.stdlib_load(dump)
-          expect(File).to exist(path)
-        ensure
-          spec::LoadHook.singleton_class.send(:define_method, :_load) { |t| (spec::EVENTS << [:_load, t]) && new(t) }
-        end
+        dump = ours.stdlib_dump(spec::WritingHook.new(path))
+        expect { ours.safe_load(dump) }.to raise_error(RustyStdlib::Marshal::DisallowedClass,
+                                                        "Tried to load unspecified class: SafeLoadSpec::WritingHook")
+        expect(File).not_to exist(path)
+        ours.stdlib_load(dump)
+        expect(File).to exist(path)
       end
     end
 
