@@ -63,21 +63,34 @@ RSpec.describe "The shim (lib/rusty_stdlib)" do
     expect(out.lines[1..].map(&:chomp)).to eq([":stdlib", abc, %("digest 9.9.9 is not proven (#{RustyStdlib::Digest::PROVEN_VERSIONS.join(', ')} are)")])
   end
 
+  # An installed gem's layout without its build for this Ruby: a source gem (ext/ beside
+  # lib/, no Rakefile) or a precompiled one (builds for other Rubies only).
+  def copy_installed_gem(dir, ext:, builds: [])
+    lib = File.join(dir, "lib")
+    Dir[File.join(Subprocess::LIB, "**", "*.rb")].each do |rb|
+      dest = File.join(lib, rb.delete_prefix(Subprocess::LIB))
+      FileUtils.mkdir_p(File.dirname(dest))
+      FileUtils.cp(rb, dest)
+    end
+    if ext
+      FileUtils.mkdir_p(File.join(dir, "ext", "rusty_stdlib"))
+      FileUtils.touch(File.join(dir, "ext", "rusty_stdlib", "extconf.rb"))
+    end
+    builds.each do |abi|
+      FileUtils.mkdir_p(File.join(lib, "rusty_stdlib", abi))
+      FileUtils.touch(File.join(lib, "rusty_stdlib", abi, "rusty_stdlib.so"))
+    end
+    lib
+  end
+
   it "warns once and keeps the stdlib when the native extension cannot load" do
     Dir.mktmpdir do |dir|
-      lib = File.join(dir, "lib")
-      FileUtils.mkdir_p(File.join(lib, "rusty_stdlib"))
-      Dir[File.join(Subprocess::LIB, "**", "*.rb")].each do |rb|
-        dest = File.join(lib, rb.delete_prefix(Subprocess::LIB))
-        FileUtils.mkdir_p(File.dirname(dest))
-        FileUtils.cp(rb, dest)
-      end
+      lib = copy_installed_gem(dir, ext: true)
       code = %(require "rusty_stdlib"\nrequire "rusty_stdlib/digest"\n#{report}\np RustyStdlib.status[:digest])
       out, err, status = ruby_run(code, lib: lib, env: { "RUBYLIB" => nil })
       expect(status.success?).to be(true)
       expect(err.lines.size).to eq(1)
-      # Both paths it tried, and the command that builds it for this copy (an installed
-      # gem's layout here: no Rakefile beside lib/).
+      # Both paths it tried, and the command that builds it for this copy.
       abi = RUBY_VERSION[/\A\d+\.\d+/]
       expect(err).to start_with("rusty_stdlib: native extension unavailable (neither rusty_stdlib/#{abi}/rusty_stdlib " \
                                 "nor rusty_stdlib/rusty_stdlib could be loaded: cannot load such file")
@@ -85,6 +98,16 @@ RSpec.describe "The shim (lib/rusty_stdlib)" do
       lines = out.lines.map(&:chomp)
       expect(lines.first(3)).to eq(["[]", ":stdlib", abc])
       expect(lines.last).to start_with('"native extension unavailable (neither')
+    end
+  end
+
+  it "names the builds a precompiled gem has, and the source gem, on another Ruby" do
+    Dir.mktmpdir do |dir|
+      lib = copy_installed_gem(dir, ext: false, builds: %w[9.8 9.9])
+      _, err, status = ruby_run(%(require "rusty_stdlib"\np RustyStdlib.installed), lib: lib, env: { "RUBYLIB" => nil })
+      expect(status.success?).to be(true)
+      expect(err).to end_with("the stdlib stays in place. This precompiled gem has builds for Ruby 9.8, 9.9. To build one " \
+                              "for this Ruby: gem install rusty_stdlib --version #{RustyStdlib::VERSION} --platform ruby\n")
     end
   end
 

@@ -184,8 +184,8 @@ module RustyStdlib
         "To build it: gem pristine rusty_stdlib --version #{VERSION}"
       else
         built = Dir[File.join(__dir__, "*", "rusty_stdlib.so")].map { |path| File.basename(File.dirname(path)) }
-        "This precompiled gem has builds for Ruby #{built.sort.join(', ')}. To build one for this Ruby: " \
-          "gem install rusty_stdlib --version #{VERSION} --platform ruby"
+        has = built.empty? ? "This copy has no build" : "This precompiled gem has builds for Ruby #{built.sort.join(', ')}"
+        "#{has}. To build one for this Ruby: gem install rusty_stdlib --version #{VERSION} --platform ruby"
       end
     end
   end
