@@ -96,4 +96,20 @@ RSpec.describe "uninstall!" do
     expect(out.lines.map(&:chomp)).to eq(%w[false true [:app,\ 1]])
     expect(err).to eq("rusty_stdlib: marshal stays installed: Marshal.load changed since rusty_stdlib swapped it in\n")
   end
+
+  it "leaves the Digest classes in place when the app replaced one since" do
+    out, err, status = ruby_run(<<~RUBY)
+      require "rusty_stdlib"
+      require "digest"
+      Digest.send(:remove_const, :MD5)
+      Digest::MD5 = Class.new(RustyStdlib::Digest.stdlib(:SHA1))
+      p RustyStdlib::Digest.uninstall!, RustyStdlib.installed.include?(:digest)
+      p Digest::SHA256.equal?(RustyStdlib::Digest::SHA256)
+    RUBY
+    skip "Digest is not proven here" unless RustyStdlib.installed.include?(:digest)
+
+    expect(status).to be_success
+    expect(out.lines.map(&:chomp)).to eq(%w[false true true])
+    expect(err).to eq("rusty_stdlib: digest stays installed: Digest::MD5 replaced since rusty_stdlib swapped it in\n")
+  end
 end

@@ -43,8 +43,8 @@ module RustyStdlib
       end
 
       # Puts the stdlib back (ours stays callable, as before install!). Safe to call in any
-      # state; returns whether the stdlib is in place. If the app redefined a method of
-      # ours since, nothing is undone: it warns which and returns false.
+      # state; returns whether the stdlib is in place. If the app replaced one of our
+      # Digest classes since, nothing is undone: it warns which and returns false.
       def uninstall!
         RustyStdlib.send(:deactivate, :digest, self)
       end
