@@ -23,6 +23,8 @@ module RustyStdlib
     elsif RUBY_VERSION < "3.1"
       "Ruby #{RUBY_VERSION} is older than any the extension supports (3.1)"
     end
+  # The Ruby series ("3.4") that the modules' tables of proven stdlib versions are keyed by.
+  RUBY_SERIES = RUBY_VERSION[/\A\d+\.\d+/]
 
   @activated = [] # in place, or waiting for their library to load (:pending)
   @status = {}
@@ -51,6 +53,13 @@ module RustyStdlib
       return false if words.any? { |w| DISABLED_WORDS.include?(w) } || !unknown_words(words).empty?
 
       words.include?(name.to_s) || words.include?("all")
+    end
+
+    # The stdlib versions `table` (Ruby series => versions) lists for this Ruby. A version
+    # proven on one Ruby is not taken as proven on another: the library's C code and the
+    # Ruby it runs on both shape what a caller sees, and the specs ran on that pair only.
+    def proven_here(table)
+      table.fetch(RUBY_SERIES, []).freeze
     end
 
     # Whether the native extension is loaded; loads it on first call and warns once

@@ -11,9 +11,10 @@ module RustyStdlib
   # through RustyStdlib::Digest.stdlib(:SHA256).
   module Digest
     CLASS_NAMES = %i[MD5 SHA1 SHA256 SHA384 SHA512 RMD160 SHA2].freeze
-    # digest gem versions whose behaviour spec/digest proves we match
-    # (3.1.0: Ruby 3.1, 3.1.1: Ruby 3.3).
-    PROVEN_VERSIONS = %w[3.1.0 3.1.1 3.2.0].freeze
+    # digest gem versions whose behaviour spec/digest proves we match, per Ruby series
+    # (each Ruby's own), and this Ruby's.
+    PROVEN_BY_RUBY = { "3.1" => %w[3.1.0], "3.3" => %w[3.1.1], "3.4" => %w[3.2.0] }.freeze
+    PROVEN_VERSIONS = RustyStdlib.proven_here(PROVEN_BY_RUBY)
 
     @stdlib = {}
 
@@ -24,7 +25,8 @@ module RustyStdlib
         require "digest"
         return nil if PROVEN_VERSIONS.include?(::Digest::VERSION)
 
-        "digest #{::Digest::VERSION} is not proven (#{PROVEN_VERSIONS.join(', ')} are)"
+        "digest #{::Digest::VERSION} is not proven on Ruby #{RUBY_SERIES} " \
+          "(proven: #{PROVEN_VERSIONS.empty? ? 'none' : PROVEN_VERSIONS.join(', ')})"
       end
 
       # The stdlib's class `name`, whether or not ours replaced it.

@@ -41,13 +41,16 @@ module RustyStdlib
     # What RequireWatch calls us after: a require of one of these, or any outermost one.
     # (Not json/ext: json.rb requires it before it is done itself.)
     FEATURES = %w[json].freeze
-    # json gem versions whose parser spec/json proves we match (Ruby 3.1 ships 2.6.1,
-    # Debian's ruby-json package 2.6.3 for it (rake spec:json_package), Ruby 3.3 and 3.4
-    # 2.9.1, Debian sid's ruby-json 3.1.0 for Ruby 3.3 (bin/test-in-chroot json3.1)).
-    PROVEN_VERSIONS = %w[2.6.1 2.6.3 2.9.1 3.1.0].freeze
-    # json gem versions whose generator spec/json/generator_spec.rb proves we match
-    # (2.9.1's State API and differences: ext/rusty_stdlib/src/json/generator/state_v2_9.rs).
-    GENERATOR_PROVEN_VERSIONS = %w[2.6.1 2.6.3 2.9.1 3.1.0].freeze
+    # json gem versions whose parser and generator spec/json proves we match, per Ruby
+    # series: Ruby 3.1 ships 2.6.1 and Debian's ruby-json package 2.6.3 for it (rake
+    # spec:json_package); Ruby 3.3 and 3.4 ship 2.9.1; Debian sid's ruby-json 3.1.0 is
+    # built for Ruby 3.3 (bin/test-in-chroot json3.1). json 3.1.0 on Ruby 3.4 is not
+    # proven: Debian builds it for 3.3 only and serves no source to build it for 3.4.
+    # (2.9.1's State API and differences: ext/rusty_stdlib/src/json/generator/state_v2_9.rs.)
+    PROVEN_BY_RUBY = { "3.1" => %w[2.6.1 2.6.3], "3.3" => %w[2.9.1 3.1.0], "3.4" => %w[2.9.1] }.freeze
+    # This Ruby's proven versions, of the parser and of the generator.
+    PROVEN_VERSIONS = RustyStdlib.proven_here(PROVEN_BY_RUBY)
+    GENERATOR_PROVEN_VERSIONS = PROVEN_VERSIONS
 
     @generator_installed = false
 
@@ -296,7 +299,8 @@ module RustyStdlib
         return "json not found on the load path" if version.nil?
 
         source = loaded ? "" : " (expected, not loaded yet)"
-        "json #{version}#{source}#{what} is not proven (proven: #{versions.join(', ')})"
+        "json #{version}#{source}#{what} is not proven on Ruby #{RUBY_SERIES} " \
+          "(proven: #{versions.empty? ? 'none' : versions.join(', ')})"
       end
 
       # The json version `require "json"` would load, without loading it: the json gem

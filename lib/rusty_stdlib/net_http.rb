@@ -41,13 +41,15 @@ module RustyStdlib
   # the stdlib's methods back in place of every installed piece (for specs and
   # comparisons; not thread-safe).
   module NetHttp
-    # Stdlib versions whose behaviour spec/net_http proves each piece matches.
+    # uri and net-http versions whose behaviour spec/net_http proves the pieces match, per
+    # Ruby series (each Ruby's own).
+    URI_PROVEN_BY_RUBY = { "3.1" => %w[0.11.0], "3.3" => %w[0.13.2], "3.4" => %w[1.0.4] }.freeze
+    NET_HTTP_PROVEN_BY_RUBY = { "3.1" => %w[0.2.0], "3.3" => %w[0.4.1], "3.4" => %w[0.6.0] }.freeze
+    # What each piece needs on this Ruby: constant => proven versions.
+    net_http = { "Net::HTTP::VERSION" => RustyStdlib.proven_here(NET_HTTP_PROVEN_BY_RUBY) }.freeze
     PROVEN = {
-      uri_form: { "URI::VERSION" => %w[0.11.0 0.13.2 1.0.4] },
-      header_names: { "Net::HTTP::VERSION" => %w[0.2.0 0.4.1 0.6.0] },
-      response_head: { "Net::HTTP::VERSION" => %w[0.2.0 0.4.1 0.6.0] },
-      request_head: { "Net::HTTP::VERSION" => %w[0.2.0 0.4.1 0.6.0] },
-      chunked_body: { "Net::HTTP::VERSION" => %w[0.2.0 0.4.1 0.6.0] },
+      uri_form: { "URI::VERSION" => RustyStdlib.proven_here(URI_PROVEN_BY_RUBY) }.freeze,
+      header_names: net_http, response_head: net_http, request_head: net_http, chunked_body: net_http,
     }.freeze
 
     # net-protocol versions whose Net::BufferedIO#rbuf_consume the native side repeats
@@ -524,7 +526,7 @@ module RustyStdlib
       def predicted_refusal(piece)
         PROVEN.fetch(piece).each do |constant, versions|
           version = predicted_version(constant)
-          return "#{constant} #{version.inspect} (read from its source) is not proven for #{piece} (#{versions.join(', ')} are)" unless versions.include?(version)
+          return "#{constant} #{version.inspect} (read from its source) is not proven for #{piece} #{proven_note(versions)}" unless versions.include?(version)
         end
         nil
       end
@@ -542,11 +544,16 @@ module RustyStdlib
         nil
       end
 
+      # "on Ruby 3.4 (proven: 0.6.0)", for a refusal.
+      def proven_note(versions)
+        "on Ruby #{RUBY_SERIES} (proven: #{versions.empty? ? 'none' : versions.join(', ')})"
+      end
+
       # Why `piece` cannot go in, or nil.
       def refusal(piece, mod, target, file)
         PROVEN.fetch(piece).each do |constant, versions|
           version = Object.const_get(constant)
-          return "#{constant} #{version} is not proven for #{piece} (#{versions.join(', ')} are)" unless versions.include?(version)
+          return "#{constant} #{version} is not proven for #{piece} #{proven_note(versions)}" unless versions.include?(version)
         end
         return nil if @pieces[piece]&.last.equal?(target)
 

@@ -37,13 +37,34 @@ RSpec.describe "rusty_stdlib/json shim" do
       expect(ruby_run_lines(%(require "json"\nrequire "rusty_stdlib"\n#{report}))).to eq([installed])
     end
 
-    it "stays out when the json it expects, or the one that loads, is not proven" do
-      refused = lambda do |version|
-        ["[\"nil\", \"json #{version} (expected, not loaded yet) is not proven (proven: " \
-         "#{RustyStdlib::JSON::PROVEN_VERSIONS.join(', ')})\", false, nil, " \
-         "\"json #{version} (expected, not loaded yet) generator is not proven (proven: " \
-         "#{RustyStdlib::JSON::GENERATOR_PROVEN_VERSIONS.join(', ')})\"]"]
+    # "on Ruby 3.4 (proven: 2.9.1)", as refusals end.
+    proven_here = lambda do |versions|
+      "on Ruby #{RustyStdlib::RUBY_SERIES} (proven: #{versions.empty? ? 'none' : versions.join(', ')})"
+    end
+    refused = lambda do |version|
+      ["[\"nil\", \"json #{version} (expected, not loaded yet) is not proven " \
+       "#{proven_here.call(RustyStdlib::JSON::PROVEN_VERSIONS)}\", false, nil, " \
+       "\"json #{version} (expected, not loaded yet) generator is not proven " \
+       "#{proven_here.call(RustyStdlib::JSON::GENERATOR_PROVEN_VERSIONS)}\"]"]
+    end
+
+    # json 3.1.0 is proven on Ruby 3.3 only, 2.6.x on 3.1 only: the same json on another
+    # Ruby has not been through the specs there.
+    it "stays out of a json version proven only on another Ruby" do
+      others = RustyStdlib::JSON::PROVEN_BY_RUBY.values.flatten.uniq - RustyStdlib::JSON::PROVEN_VERSIONS
+      expect(others).not_to be_empty
+      Dir.mktmpdir do |dir|
+        others.each do |version|
+          FileUtils.mkdir_p(File.join(dir, version, "json"))
+          File.write(File.join(dir, version, "json", "version.rb"), "module JSON\n  VERSION = '#{version}'\nend\n")
+          out = ruby_run_lines(%($LOAD_PATH.unshift(#{File.join(dir, version).inspect})\nrequire "rusty_stdlib"\n#{report}),
+                               env: { "RUBYOPT" => "--disable-gems" })
+          expect(out).to eq(refused.call(version))
+        end
       end
+    end
+
+    it "stays out when the json it expects, or the one that loads, is not proven" do
       Dir.mktmpdir do |dir|
         # RubyGems' require loads the newest installed json gem: a json 9.9.9 installed.
         FileUtils.mkdir_p(File.join(dir, "gems", "specifications"))
@@ -71,12 +92,12 @@ RSpec.describe "rusty_stdlib/json shim" do
         next unless out.first == ":pending" # the real json is not proven here either
 
         # The withdrawal is said under -w (ruby_run passes it), once.
-        expect(err).to eq("rusty_stdlib: json stays on the stdlib: json 9.9.9 is not proven (proven: " \
-                          "#{RustyStdlib::JSON::PROVEN_VERSIONS.join(', ')})\n")
-        expect(out.drop(1)).to eq(['["\"constant\"", "json 9.9.9 is not proven (proven: ' \
-                                   "#{RustyStdlib::JSON::PROVEN_VERSIONS.join(', ')})\", false, JSON::Ext::Parser, " \
-                                   "\"json 9.9.9 generator is not proven (proven: " \
-                                   "#{RustyStdlib::JSON::GENERATOR_PROVEN_VERSIONS.join(', ')})\"]",
+        expect(err).to eq("rusty_stdlib: json stays on the stdlib: json 9.9.9 is not proven " \
+                          "#{proven_here.call(RustyStdlib::JSON::PROVEN_VERSIONS)}\n")
+        expect(out.drop(1)).to eq(['["\"constant\"", "json 9.9.9 is not proven ' \
+                                   "#{proven_here.call(RustyStdlib::JSON::PROVEN_VERSIONS)}\", false, JSON::Ext::Parser, " \
+                                   "\"json 9.9.9 generator is not proven " \
+                                   "#{proven_here.call(RustyStdlib::JSON::GENERATOR_PROVEN_VERSIONS)}\"]",
                                    "[:digest, :marshal]"])
       end
     end

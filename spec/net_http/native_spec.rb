@@ -75,6 +75,21 @@ RSpec.describe "RustyStdlib::NetHttp install checks" do
       .to match(/Net::HTTP::VERSION 9\.9\.9 is not proven/)
   end
 
+  it "refuses versions proven only on another Ruby" do
+    here = "on Ruby #{RustyStdlib::RUBY_SERIES} (proven: "
+    uris = RustyStdlib::NetHttp::URI_PROVEN_BY_RUBY.values.flatten - [URI::VERSION]
+    net_https = RustyStdlib::NetHttp::NET_HTTP_PROVEN_BY_RUBY.values.flatten - [Net::HTTP::VERSION]
+    expect([uris.size, net_https.size]).to eq([2, 2])
+    uris.zip(net_https).each do |uri, net_http|
+      stub_const("URI::VERSION", uri)
+      stub_const("Net::HTTP::VERSION", net_http)
+      expect(refusal(:uri_form, RustyStdlib::NetHttp::URIForm, URI.singleton_class, "uri/common.rb"))
+        .to start_with("URI::VERSION #{uri} is not proven for uri_form #{here}")
+      expect(refusal(:chunked_body, RustyStdlib::NetHttp::ChunkedBody, Net::HTTPResponse, "net/http/response.rb"))
+        .to start_with("Net::HTTP::VERSION #{net_http} is not proven for chunked_body #{here}")
+    end
+  end
+
   it "refuses a seam someone else already patched" do
     redefined = Class.new do
       def each_capitalized = nil
