@@ -33,7 +33,7 @@ RSpec.describe "gem build + gem install", :slow do
       # Reuse the checkout's compiled dependencies; only our crates build again.
       env = { "CARGO_TARGET_DIR" => ENV.fetch("CARGO_TARGET_DIR", File.join(root, "target")) }
       out, err, status = Open3.capture3(env, "gem", "install", "--local", "--no-document",
-                                        "--install-dir", home, gem_file)
+                                        "--install-dir", home, gem_file, chdir: dir)
       expect(status.success?).to be(true), out + err
       gem_dir = Dir[File.join(home, "gems", "rusty_stdlib-*")].first
       size = Dir[File.join(gem_dir, "**", "*")].sum { |f| File.file?(f) ? File.size(f) : 0 }
@@ -61,7 +61,7 @@ RSpec.describe "gem build + gem install", :slow do
       home = File.join(dir, "gems")
       env = { "PATH" => "/usr/bin:/bin", "CARGO_TARGET_DIR" => nil, "GEM_HOME" => nil }
       out, err, status = Open3.capture3(env, RbConfig.ruby, "-S", "gem", "install", "--local", "--no-document",
-                                        "--install-dir", home, gem_file)
+                                        "--install-dir", home, gem_file, chdir: dir)
       expect(status.success?).to be(true), out + err
       expect(out + err).not_to include("Building native extensions")
 

@@ -83,7 +83,8 @@ RSpec.describe "rusty_stdlib on #{RUBY_ENGINE} #{RUBY_VERSION}" do
         out, err, status = run_ruby(env, "-S", "gem", "build", "rusty_stdlib.gemspec", "--output", gem_file,
                                     chdir: root)
         expect(status).to be_success, out + err
-        out, err, status = run_ruby(env, "-S", "gem", "install", "--local", "--no-document", gem_file)
+        # In its own folder: `gem install --local` also reads every *.gem in the current one.
+        out, err, status = run_ruby(env, "-S", "gem", "install", "--local", "--no-document", gem_file, chdir: dir)
         expect(status).to be_success, out + err
         out, err, status = run_ruby(env, "-e", 'require "rusty_stdlib"; p RustyStdlib.installed; ' \
                                                'puts $LOADED_FEATURES.grep(%r{/rusty_stdlib\.rb\z})')
