@@ -49,39 +49,59 @@ pub(super) struct Rejected {
     pub at: usize,
 }
 
-#[inline(always)]
-fn hex_digit(b: u8) -> Option<u32> {
-    match b {
-        b'0'..=b'9' => Some((b - b'0') as u32),
-        b'a'..=b'f' => Some((b - b'a' + 10) as u32),
-        b'A'..=b'F' => Some((b - b'A' + 10) as u32),
-        _ => None,
+/// Each byte's value as a hex digit, or `NOT_HEX`.
+const HEX: [u8; 256] = {
+    let mut table = [NOT_HEX; 256];
+    let mut i = 0;
+    while i < 10 {
+        table[b'0' as usize + i] = i as u8;
+        i += 1;
     }
-}
+    let mut i = 0;
+    while i < 6 {
+        table[b'a' as usize + i] = 10 + i as u8;
+        table[b'A' as usize + i] = 10 + i as u8;
+        i += 1;
+    }
+    table
+};
+const NOT_HEX: u8 = 0xF0;
 
 /// `unescape_unicode`: the four hex digits at `at` (after a `\u` at `at - 2`), which must
 /// lie before `end`.
+#[inline(always)]
 fn hex4(src: &[u8], at: usize, end: usize) -> Result<u32, Rejected> {
-    let incomplete = Rejected {
+    if at + 4 <= end {
+        let [a, b, c, d] = [0, 1, 2, 3].map(|i| HEX[src[at + i] as usize]);
+        // A non-digit's high bits survive the OR.
+        if (a | b | c | d) & NOT_HEX == 0 {
+            return Ok((a as u32) << 12 | (b as u32) << 8 | (c as u32) << 4 | d as u32);
+        }
+    }
+    Err(Rejected {
         message: Message::IncompleteUnicode,
         at: at - 2,
-    };
-    if at + 4 > end {
-        return Err(incomplete);
-    }
-    let mut value = 0;
-    for &b in &src[at..at + 4] {
-        value = (value << 4) | hex_digit(b).ok_or(incomplete)?;
-    }
-    Ok(value)
+    })
 }
 
+/// Appends `ch` (a scalar value: surrogates never get here, lone ones are rejected and
+/// pairs combined) as UTF-8.
+#[inline(always)]
 fn push_utf8(out: &mut Vec<u8>, ch: u32) {
-    let mut buf = [0u8; 4];
-    match char::from_u32(ch) {
-        Some(c) => out.extend_from_slice(c.encode_utf8(&mut buf).as_bytes()),
-        // Surrogates never get here: lone ones are rejected, pairs are combined.
-        None => out.push(b'?'),
+    match ch {
+        0..=0x7F => out.push(ch as u8),
+        0x80..=0x7FF => out.extend_from_slice(&[0xC0 | (ch >> 6) as u8, 0x80 | (ch & 0x3F) as u8]),
+        0x800..=0xFFFF => out.extend_from_slice(&[
+            0xE0 | (ch >> 12) as u8,
+            0x80 | ((ch >> 6) & 0x3F) as u8,
+            0x80 | (ch & 0x3F) as u8,
+        ]),
+        _ => out.extend_from_slice(&[
+            0xF0 | (ch >> 18) as u8,
+            0x80 | ((ch >> 12) & 0x3F) as u8,
+            0x80 | ((ch >> 6) & 0x3F) as u8,
+            0x80 | (ch & 0x3F) as u8,
+        ]),
     }
 }
 
@@ -100,10 +120,15 @@ pub(super) fn unescape(
     let mut copied = begin;
     let mut pe = begin;
     while pe < end {
-        let Some(off) = memchr::memchr(b'\\', &src[pe..end]) else {
-            break;
+        // Escapes often come in runs (`\u30b9\u30d1`): the next one needs no search.
+        let backslash = if src[pe] == b'\\' {
+            pe
+        } else {
+            match memchr::memchr(b'\\', &src[pe..end]) {
+                Some(off) => pe + off,
+                None => break,
+            }
         };
-        let backslash = pe + off;
         out.extend_from_slice(&src[copied..backslash]);
         pe = backslash + 1;
         let c = src[pe];

@@ -132,6 +132,23 @@ fn documents() {
     );
 }
 
+/// Every hex digit form, adjacent escapes (the unescape loop's no-search path) and each
+/// UTF-8 length, against Rust's own decoding.
+#[test]
+fn unicode_escapes() {
+    assert_eq!(
+        plain(r#""\u0041\u00e9\u30B9\u30d1\ud83d\ude00z""#),
+        "sAé\u{30b9}\u{30d1}\u{1f600}z"
+    );
+    assert_eq!(plain(r#""\uAbCd\"\\\/\n""#), "s\u{abcd}\"\\/\n");
+    for bad in [r#""\u12g4""#, r#""\u:123""#, r#""\u@123""#, r#""\u12`4""#] {
+        assert!(
+            plain(bad).starts_with("incomplete unicode character escape sequence"),
+            "{bad}"
+        );
+    }
+}
+
 #[test]
 fn errors_with_positions_and_paths() {
     let cases = [
