@@ -71,7 +71,10 @@ fn hex4(b: &[u8]) -> u32 {
     result
 }
 
-fn push_utf32(out: &mut Vec<u8>, ch: u32) {
+/// Appends `ch` as UTF-8 (`?` beyond U+1FFFFF, as json 2.6 writes it). The json 3 parser
+/// uses it too.
+#[inline(always)]
+pub(in crate::json) fn push_utf32(out: &mut Vec<u8>, ch: u32) {
     if ch <= 0x7F {
         out.push(ch as u8);
     } else if ch <= 0x7FF {

@@ -3,6 +3,7 @@
 
 use super::error::Message;
 use crate::json::generate::find_escape;
+use crate::json::string::push_utf32;
 
 /// A string literal's end, or why it was rejected.
 pub(super) enum Scanned {
@@ -84,27 +85,6 @@ fn hex4(src: &[u8], at: usize, end: usize) -> Result<u32, Rejected> {
     })
 }
 
-/// Appends `ch` (a scalar value: surrogates never get here, lone ones are rejected and
-/// pairs combined) as UTF-8.
-#[inline(always)]
-fn push_utf8(out: &mut Vec<u8>, ch: u32) {
-    match ch {
-        0..=0x7F => out.push(ch as u8),
-        0x80..=0x7FF => out.extend_from_slice(&[0xC0 | (ch >> 6) as u8, 0x80 | (ch & 0x3F) as u8]),
-        0x800..=0xFFFF => out.extend_from_slice(&[
-            0xE0 | (ch >> 12) as u8,
-            0x80 | ((ch >> 6) & 0x3F) as u8,
-            0x80 | (ch & 0x3F) as u8,
-        ]),
-        _ => out.extend_from_slice(&[
-            0xF0 | (ch >> 18) as u8,
-            0x80 | ((ch >> 12) & 0x3F) as u8,
-            0x80 | ((ch >> 6) & 0x3F) as u8,
-            0x80 | (ch & 0x3F) as u8,
-        ]),
-    }
-}
-
 /// Appends the unescaped contents `src[begin..end]` (between the quotes of a literal
 /// [`scan`] accepted) to `out`.
 pub(super) fn unescape(
@@ -172,7 +152,8 @@ pub(super) fn unescape(
                         at: copied,
                     });
                 }
-                push_utf8(out, ch);
+                // A scalar value: lone surrogates were rejected, pairs combined.
+                push_utf32(out, ch);
                 pe += 1;
                 copied = pe;
                 continue;
