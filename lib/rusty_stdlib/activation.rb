@@ -62,6 +62,11 @@ module RustyStdlib
       table.fetch(RUBY_SERIES, []).freeze
     end
 
+    # How a refusal names what is proven: "on Ruby 3.4 (proven: 2.9.1)".
+    def proven_note(versions)
+      "on Ruby #{RUBY_SERIES} (proven: #{versions.empty? ? 'none' : versions.join(', ')})"
+    end
+
     # Whether the native extension is loaded; loads it on first call and warns once
     # if it cannot be loaded.
     def native?

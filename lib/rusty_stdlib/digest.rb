@@ -25,8 +25,7 @@ module RustyStdlib
         require "digest"
         return nil if PROVEN_VERSIONS.include?(::Digest::VERSION)
 
-        "digest #{::Digest::VERSION} is not proven on Ruby #{RUBY_SERIES} " \
-          "(proven: #{PROVEN_VERSIONS.empty? ? 'none' : PROVEN_VERSIONS.join(', ')})"
+        "digest #{::Digest::VERSION} is not proven #{RustyStdlib.proven_note(PROVEN_VERSIONS)}"
       end
 
       # The stdlib's class `name`, whether or not ours replaced it.

@@ -299,8 +299,7 @@ module RustyStdlib
         return "json not found on the load path" if version.nil?
 
         source = loaded ? "" : " (expected, not loaded yet)"
-        "json #{version}#{source}#{what} is not proven on Ruby #{RUBY_SERIES} " \
-          "(proven: #{versions.empty? ? 'none' : versions.join(', ')})"
+        "json #{version}#{source}#{what} is not proven #{RustyStdlib.proven_note(versions)}"
       end
 
       # The json version `require "json"` would load, without loading it: the json gem

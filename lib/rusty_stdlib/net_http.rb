@@ -526,7 +526,7 @@ module RustyStdlib
       def predicted_refusal(piece)
         PROVEN.fetch(piece).each do |constant, versions|
           version = predicted_version(constant)
-          return "#{constant} #{version.inspect} (read from its source) is not proven for #{piece} #{proven_note(versions)}" unless versions.include?(version)
+          return "#{constant} #{version.inspect} (read from its source) is not proven for #{piece} #{RustyStdlib.proven_note(versions)}" unless versions.include?(version)
         end
         nil
       end
@@ -544,16 +544,11 @@ module RustyStdlib
         nil
       end
 
-      # "on Ruby 3.4 (proven: 0.6.0)", for a refusal.
-      def proven_note(versions)
-        "on Ruby #{RUBY_SERIES} (proven: #{versions.empty? ? 'none' : versions.join(', ')})"
-      end
-
       # Why `piece` cannot go in, or nil.
       def refusal(piece, mod, target, file)
         PROVEN.fetch(piece).each do |constant, versions|
           version = Object.const_get(constant)
-          return "#{constant} #{version} is not proven for #{piece} #{proven_note(versions)}" unless versions.include?(version)
+          return "#{constant} #{version} is not proven for #{piece} #{RustyStdlib.proven_note(versions)}" unless versions.include?(version)
         end
         return nil if @pieces[piece]&.last.equal?(target)
 
