@@ -225,10 +225,12 @@ impl<S: Sink> Walk<'_, '_, S> {
     fn run(&mut self) -> Result<(), Error<S::Error>> {
         let mut phase = Phase::Value;
         loop {
+            // The runs of steps a document is mostly made of go on in `elements` and
+            // `members`, without coming back here between steps.
             let next = match phase {
-                Phase::Value => self.value(),
+                Phase::Value => self.elements(&mut phase),
                 Phase::ArrayComma => self.array_comma(),
-                Phase::ObjectKey => self.object_key(),
+                Phase::ObjectKey => self.members(&mut phase),
                 Phase::ObjectColon => self.object_colon(),
                 Phase::ObjectComma => self.object_comma(),
             };
@@ -249,6 +251,53 @@ impl<S: Sink> Walk<'_, '_, S> {
             at: fail.1,
             path: Vec::new(),
         })
+    }
+
+    /// The steps from a value on, as `run` would take them one at a time, while each
+    /// leads to the next: value, `,`, value... in an array. Each step's phase is set in
+    /// `phase` before it runs, since a failure's path depends on it. Returns the next
+    /// phase where `run` takes over: a container opened or closed, or the document done.
+    #[inline(always)]
+    fn elements(&mut self, phase: &mut Phase) -> Result<Option<Phase>, Step<S::Error>> {
+        loop {
+            *phase = Phase::Value;
+            match self.value()? {
+                Some(Phase::ArrayComma) => {}
+                other => return Ok(other),
+            }
+            *phase = Phase::ArrayComma;
+            match self.array_comma()? {
+                Some(Phase::Value) => {}
+                other => return Ok(other),
+            }
+        }
+    }
+
+    /// `elements` for an object's members: key, `:`, value, `,`, key...
+    #[inline(always)]
+    fn members(&mut self, phase: &mut Phase) -> Result<Option<Phase>, Step<S::Error>> {
+        loop {
+            *phase = Phase::ObjectKey;
+            match self.object_key()? {
+                Some(Phase::ObjectColon) => {}
+                other => return Ok(other),
+            }
+            *phase = Phase::ObjectColon;
+            match self.object_colon()? {
+                Some(Phase::Value) => {}
+                other => return Ok(other),
+            }
+            *phase = Phase::Value;
+            match self.value()? {
+                Some(Phase::ObjectComma) => {}
+                other => return Ok(other),
+            }
+            *phase = Phase::ObjectComma;
+            match self.object_comma()? {
+                Some(Phase::ObjectKey) => {}
+                other => return Ok(other),
+            }
+        }
     }
 
     #[inline(always)]
@@ -442,6 +491,11 @@ impl<S: Sink> Walk<'_, '_, S> {
 
     #[inline(always)]
     fn array_comma(&mut self) -> Result<Option<Phase>, Step<S::Error>> {
+        // A comma most often follows its value at once (as in `object_comma`).
+        if self.peek() == Some(b',') {
+            self.p += 1;
+            return Ok(Some(Phase::Value));
+        }
         self.skip_ws()?;
         match self.peek() {
             Some(b',') => {
@@ -486,6 +540,11 @@ impl<S: Sink> Walk<'_, '_, S> {
 
     #[inline(always)]
     fn object_colon(&mut self) -> Result<Option<Phase>, Step<S::Error>> {
+        // A colon most often follows its key at once.
+        if self.peek() == Some(b':') {
+            self.p += 1;
+            return Ok(Some(Phase::Value));
+        }
         self.skip_ws()?;
         if self.peek() == Some(b':') {
             self.p += 1;
@@ -501,6 +560,10 @@ impl<S: Sink> Walk<'_, '_, S> {
 
     #[inline(always)]
     fn object_comma(&mut self) -> Result<Option<Phase>, Step<S::Error>> {
+        if self.peek() == Some(b',') {
+            self.p += 1;
+            return Ok(Some(Phase::ObjectKey));
+        }
         self.skip_ws()?;
         match self.peek() {
             Some(b',') => {
