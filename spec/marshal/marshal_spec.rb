@@ -24,7 +24,7 @@ RSpec.describe "RustyStdlib::Marshal" do
 
   # Load with both and compare the whole loaded graph (or the exception).
   #
-  # Every loaded graph stays alive until the example ends. Ruby 3.1's
+  # Every loaded graph stays alive until the example ends. MRI's (3.1, 3.3, 3.4)
   # `Marshal.load(freeze: true)` gives a binary String subclass instance (a `C` record
   # without ivars) the interned String of its bytes and then sets that String's class
   # (ours hands such loads to it): while it lives, every String interned with those bytes, a
