@@ -668,10 +668,23 @@ fn try_generate(ruby: &Ruby, obj: Value) -> Result<Option<RString>, Error> {
     }
 }
 
-/// The ID of `State` (IDs of such names are permanent), looked up once.
+/// The ID of `State` (IDs of such names are permanent), looked up once: `rb_intern` of a
+/// C string costs about 750 instructions, a sixth of a small `JSON.generate`.
 fn state_id() -> rb_sys::ID {
     static STATE: std::sync::OnceLock<rb_sys::ID> = std::sync::OnceLock::new();
     *STATE.get_or_init(|| unsafe { rb_sys::rb_intern(c"State".as_ptr()) })
+}
+
+/// Whether the `State` that `module`'s code names (looked up in `module`, as json's
+/// common.rb does) is `ours`; a yes is kept in `remembered` while no constant changes.
+pub(crate) fn names_state(
+    module: VALUE,
+    ours: VALUE,
+    remembered: &Remembered,
+) -> Result<bool, Error> {
+    remembered.check(module, || {
+        protect(|| unsafe { rb_sys::rb_const_get(module, state_id()) }).map(|state| state == ours)
+    })
 }
 
 /// `RustyStdlib::JSON::PlainGenerate#generate`, swapped in for `JSON.generate` (see
@@ -691,11 +704,7 @@ fn plain_generate(ruby: &Ruby, rb_self: Value, args: &[Value]) -> Result<Value, 
         // What the gem's `State` names (looked up in `JSON`, as common.rb's code does).
         let module = rb_self.as_raw();
         let ours = ruby.get_inner(&STATE_CLASS).as_raw();
-        let state_is_ours = STATE_IS_OURS.check(module, || {
-            protect(|| unsafe { rb_sys::rb_const_get(module, state_id()) })
-                .map(|state| state == ours)
-        })?;
-        if state_is_ours {
+        if names_state(module, ours, &STATE_IS_OURS)? {
             if let Some(result) = try_generate(ruby, obj)? {
                 return Ok(result.as_value());
             }

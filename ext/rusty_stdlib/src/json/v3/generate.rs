@@ -1055,13 +1055,7 @@ pub fn plain_generate(ruby: &Ruby, rb_self: Value, args: &[Value]) -> Result<Val
     if let Some(obj) = plain {
         let module = rb_self.as_raw();
         let ours = ruby.get_inner(&STATE_CLASS).as_raw();
-        let state_is_ours = STATE_IS_OURS.check(module, || {
-            protect(|| unsafe {
-                rb_sys::rb_const_get(module, rb_sys::rb_intern(c"State".as_ptr()))
-            })
-            .map(|state| state == ours)
-        })?;
-        if state_is_ours {
+        if crate::json::generator::names_state(module, ours, &STATE_IS_OURS)? {
             return generate(
                 ruby,
                 None,
