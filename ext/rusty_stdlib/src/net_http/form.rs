@@ -1,7 +1,9 @@
 //! `URI.encode_www_form_component`, `encode_www_form`, `decode_www_form_component` and
 //! `decode_www_form` (uri 0.11.0 / 0.13.x, which agree on all four).
 
-use magnus::{prelude::*, r_hash::ForEach, Error, RArray, RHash, RString, Ruby, Value};
+use magnus::{
+    prelude::*, r_hash::ForEach, rb_sys::AsRawValue, Error, RArray, RHash, RString, Ruby, Value,
+};
 use rusty_core::net_http::form;
 
 use super::strings::{
@@ -318,7 +320,9 @@ pub fn decode_www_form(
     for (key, value) in &fields {
         let key = scrubbed(ruby, key, index)?;
         let value = scrubbed(ruby, value, index)?;
-        result.push(ruby.ary_new_from_values(&[key, value]))?;
+        let pair = ruby.ary_new_from_values(&[key, value]);
+        // A fresh, unfrozen Array: the push cannot raise, so it needs no `protect`.
+        unsafe { rb_sys::rb_ary_push(result.as_raw(), pair.as_raw()) };
     }
     Ok(Some(result))
 }
