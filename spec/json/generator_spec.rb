@@ -419,6 +419,16 @@ RSpec.describe "RustyStdlib::JSON::Generator" do
         expect(written).to eq(expected)
       end
 
+      it "stay right when more keys than the table holds come back, under other switches" do
+        keys = Array.new(3000) { |i| (i.even? ? "k#{i}/é\u2028" : "k#{i}").freeze }
+        hash = keys.each_with_index.to_h
+        expect_gen_parity do
+          [{}, {}, { script_safe: true }, {}, { ascii_only: true }, {}].map do |opts|
+            JSON.generate(hash, opts)
+          end
+        end
+      end
+
       it "are not remembered when a compare_by_identity Hash holds them unfrozen" do
         expect_gen_parity do
           key = +"first"

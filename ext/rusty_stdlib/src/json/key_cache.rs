@@ -21,8 +21,10 @@ use crate::helpers::raw::flags;
 
 /// Slots in the table (a power of two), in sets of [`WAYS`]: a key may be in any slot of
 /// its set, and a set's keys share one cache line. Direct-mapped (one way), twitter.json's
-/// 94 keys missed 40% of the time, some of its frequent keys sharing a slot.
-const SLOTS: usize = 256;
+/// 94 keys missed 40% of the time, some of its frequent keys sharing a slot. With 256
+/// slots, ohai.json's 394 keys missed at nearly every pair (about 12 keys for each set of
+/// 8, met in the same order every time); 1,024 hold them (64 KiB a Ractor).
+const SLOTS: usize = 1024;
 const WAYS: usize = 8;
 /// Longest written key kept (quotes and delimiter included); longer ones are written
 /// the ordinary way each time.
@@ -43,6 +45,8 @@ struct Written {
 pub struct KeyCache {
     keys: [VALUE; SLOTS],
     written: [Written; SLOTS],
+    /// Counts puts; picks the way a full set gives up.
+    clock: usize,
 }
 
 /// The generation switches a written key depends on, as bits.
@@ -81,21 +85,26 @@ impl KeyCache {
     }
 
     /// Remembers `written` (at most [`MAX_LEN`] bytes) as the written form of `key`,
-    /// which is [`keepable`], with `escaping`: first in its set, the set's last entry
-    /// dropped (or `key`'s own, if it was there with other escaping).
+    /// which is [`keepable`], with `escaping`: in `key`'s own slot if it was there with
+    /// other escaping, else in a free slot of its set, else in one taken in turn. (Giving
+    /// up the least recently stored instead, a set met with more keys than ways in the
+    /// same order every time kept none of them.)
     #[inline]
     pub fn put(&mut self, key: VALUE, escaping: u8, written: &[u8]) {
         debug_assert!(written.len() <= MAX_LEN && keepable(key));
         let set = Self::set(key);
         let keys = &mut self.keys[set..set + WAYS];
-        let last = keys.iter().position(|&k| k == key).unwrap_or(WAYS - 1);
-        keys[..=last].rotate_right(1);
-        keys[0] = key;
-        let forms = &mut self.written[set..set + WAYS];
-        forms[..=last].rotate_right(1);
-        forms[0].escaping = escaping;
-        forms[0].len = written.len() as u8;
-        forms[0].bytes[..written.len()].copy_from_slice(written);
+        let way = keys
+            .iter()
+            .position(|&k| k == key)
+            .or_else(|| keys.iter().position(|&k| k == 0))
+            .unwrap_or(self.clock % WAYS);
+        self.clock = self.clock.wrapping_add(1);
+        keys[way] = key;
+        let form = &mut self.written[set + way];
+        form.escaping = escaping;
+        form.len = written.len() as u8;
+        form.bytes[..written.len()].copy_from_slice(written);
     }
 
     /// This Ractor's table, made at its first use.
@@ -136,13 +145,13 @@ impl Lazy {
     }
 }
 
-/// Made on the heap directly (16 KiB), empty, and out of line.
+/// Made on the heap directly (64 KiB), empty, and out of line.
 #[cold]
 #[inline(never)]
 fn new_table() -> *mut KeyCache {
     let layout = std::alloc::Layout::new::<KeyCache>();
-    // SAFETY: the layout is not empty; all zeros is an empty table (no keys, and any
-    // bytes are a valid `Written`). `free_table` gives it back as a `Box`.
+    // SAFETY: the layout is not empty; all zeros is an empty table (no keys, any bytes
+    // are a valid `Written`, the clock at 0). `free_table` gives it back as a `Box`.
     let table = unsafe { std::alloc::alloc_zeroed(layout) } as *mut KeyCache;
     if table.is_null() {
         std::alloc::handle_alloc_error(layout);
