@@ -423,9 +423,11 @@ RSpec.describe "RustyStdlib::JSON::Generator" do
         keys = Array.new(3000) { |i| (i.even? ? "k#{i}/é\u2028" : "k#{i}").freeze }
         hash = keys.each_with_index.to_h
         expect_gen_parity do
-          [{}, {}, { script_safe: true }, {}, { ascii_only: true }, {}].map do |opts|
+          [{}, {}, { script_safe: true }, {}, { ascii_only: true }, {}, { indent: "  ", object_nl: "\n" },
+           { space: " " }, {}, { space_before: " ", space: "\t" }, { space: " ", ascii_only: true },
+           {}].map do |opts|
             JSON.generate(hash, opts)
-          end
+          end + [JSON.pretty_generate(hash), JSON.generate(hash)]
         end
       end
 

@@ -20,6 +20,7 @@
 //! broken tail) [`Options`] says which way to go, and the binding words its messages.
 
 mod generate;
+pub mod layout_bytes;
 mod lemire;
 mod number;
 mod parser;

@@ -29,6 +29,7 @@ use rb_sys::{ruby_coderange_type, ruby_value_type, VALUE};
 use rusty_core::json as core;
 
 mod compact;
+
 mod raw_string;
 mod state_v2_9;
 
@@ -40,6 +41,7 @@ use crate::helpers::hash::each_pair_quiet;
 use crate::helpers::raw::{class_of, coderange, encoding_index, flags, set_encoding_index};
 use crate::helpers::reentry::once;
 use crate::helpers::replaced::Replaced;
+use rusty_core::json::layout_bytes::LayoutBytes;
 
 /// json 2.9's warning for a binary String holding UTF-8 (`rb_warn`, so printed unless
 /// `$VERBOSE` is nil).
@@ -49,11 +51,11 @@ const BINARY_WARNING: &std::ffi::CStr =
 /// The layout strings; `None` is the gem's NULL pointer.
 #[derive(Clone, Debug)]
 struct Config {
-    indent: Option<Vec<u8>>,
-    space: Option<Vec<u8>>,
-    space_before: Option<Vec<u8>>,
-    object_nl: Option<Vec<u8>>,
-    array_nl: Option<Vec<u8>>,
+    indent: Option<LayoutBytes>,
+    space: Option<LayoutBytes>,
+    space_before: Option<LayoutBytes>,
+    object_nl: Option<LayoutBytes>,
+    array_nl: Option<LayoutBytes>,
     allow_nan: bool,
     ascii_only: bool,
     escape_slash: bool,
@@ -92,7 +94,7 @@ impl Layout {
 
 impl Config {
     /// The field that holds `layout`.
-    fn layout_mut(&mut self, layout: Layout) -> &mut Option<Vec<u8>> {
+    fn layout_mut(&mut self, layout: Layout) -> &mut Option<LayoutBytes> {
         match layout {
             Layout::Indent => &mut self.indent,
             Layout::Space => &mut self.space,
@@ -102,7 +104,7 @@ impl Config {
         }
     }
 
-    fn layout(&self, layout: Layout) -> &Option<Vec<u8>> {
+    fn layout(&self, layout: Layout) -> &Option<LayoutBytes> {
         match layout {
             Layout::Indent => &self.indent,
             Layout::Space => &self.space,
@@ -197,10 +199,10 @@ fn check_type(v: Value, t: ruby_value_type) -> Result<(), Error> {
     Ok(())
 }
 
-fn layout_bytes(v: Value) -> Result<Vec<u8>, Error> {
+fn layout_bytes(v: Value) -> Result<LayoutBytes, Error> {
     check_type(v, ruby_value_type::RUBY_T_STRING)?;
     let s = RString::from_value(v).expect("checked");
-    Ok(unsafe { s.as_slice() }.to_vec())
+    Ok(unsafe { s.as_slice() }.into())
 }
 
 fn fixnum(v: Value) -> Result<i64, Error> {
@@ -208,7 +210,7 @@ fn fixnum(v: Value) -> Result<i64, Error> {
     Ok(Fixnum::from_value(v).expect("checked").to_i64())
 }
 
-fn binary(ruby: &Ruby, bytes: &Option<Vec<u8>>) -> RString {
+fn binary(ruby: &Ruby, bytes: &Option<LayoutBytes>) -> RString {
     ruby.str_from_slice(bytes.as_deref().unwrap_or(b""))
 }
 
@@ -542,8 +544,8 @@ struct Gen<'s> {
     colon_only: bool,
     /// Whether no layout string is set, so that `compact`'s walk may be used.
     compact: bool,
-    object_delim2: Cow<'static, [u8]>,
-    array_delim: Cow<'static, [u8]>,
+    object_delim2: LayoutBytes,
+    array_delim: LayoutBytes,
     out: Vec<u8>,
     utf8: i32,
     usascii: i32,
@@ -580,23 +582,12 @@ impl<'s> Gen<'s> {
     #[inline(always)]
     fn with_state(state_value: Value, state: &'s State, cfg: Cow<'s, Config>) -> Gen<'s> {
         // The compact layout's delimiters need no allocation.
-        let object_delim2 = match (&cfg.space_before, &cfg.space) {
-            (None, None) => Cow::Borrowed(&b":"[..]),
-            (before, space) => {
-                let mut d = before.clone().unwrap_or_default();
-                d.push(b':');
-                d.extend_from_slice(space.as_deref().unwrap_or(b""));
-                Cow::Owned(d)
-            }
-        };
-        let array_delim = match &cfg.array_nl {
-            None => Cow::Borrowed(&b","[..]),
-            Some(nl) => {
-                let mut d = vec![b','];
-                d.extend_from_slice(nl);
-                Cow::Owned(d)
-            }
-        };
+        let object_delim2 = LayoutBytes::concat(&[
+            cfg.space_before.as_deref().unwrap_or(b""),
+            b":",
+            cfg.space.as_deref().unwrap_or(b""),
+        ]);
+        let array_delim = LayoutBytes::concat(&[b",", cfg.array_nl.as_deref().unwrap_or(b"")]);
         let capacity = cfg.buffer_initial_length.clamp(1, 1 << 20) as usize;
         let key_escaping =
             key_cache::escaping(cfg.ascii_only, cfg.escape_slash, cfg.escape_separators);
@@ -709,8 +700,36 @@ fn plain_generate(ruby: &Ruby, rb_self: Value, args: &[Value]) -> Result<Value, 
                 return Ok(result.as_value());
             }
         }
+    } else if let [obj, opts] = args {
+        if let Some(result) = generate_with_options(ruby, rb_self, *obj, *opts)? {
+            return Ok(result);
+        }
     }
     STDLIB_GENERATE.call(rb_self, args)
+}
+
+/// json 2.9's `JSON.generate(obj, opts)` with a Hash `opts`: `State === opts` is false
+/// there (ours answers; for a Hash, as Module#=== would), so it is
+/// `State.generate(obj, opts, nil)`, which ours runs without the Ruby frame when `State`
+/// is ours. (Through the gem's method, a small document's
+/// `JSON.generate(obj, max_nesting: false)` took 10% longer than the gem's own.) `None`
+/// where the gem's method must run.
+fn generate_with_options(
+    ruby: &Ruby,
+    rb_self: Value,
+    obj: Value,
+    opts: Value,
+) -> Result<Option<Value>, Error> {
+    if Dialect::current() != Dialect::V2_9
+        || !unsafe { rb_sys::RB_TYPE_P(opts.as_raw(), ruby_value_type::RUBY_T_HASH) }
+    {
+        return Ok(None);
+    }
+    let state_class = ruby.get_inner(&STATE_CLASS);
+    if !names_state(rb_self.as_raw(), state_class.as_raw(), &STATE_IS_OURS)? {
+        return Ok(None);
+    }
+    state_v2_9::class_generate(ruby, state_class, obj, opts, ruby.qnil().as_value()).map(Some)
 }
 
 thread_local! {
@@ -730,7 +749,7 @@ fn partial_generate(ruby: &Ruby, state_value: Value, obj: Value) -> Result<RStri
     Ok(gen.finish(ruby))
 }
 
-fn push_indent(out: &mut Vec<u8>, indent: &Option<Vec<u8>>, depth: i64) {
+fn push_indent(out: &mut Vec<u8>, indent: &Option<LayoutBytes>, depth: i64) {
     if let Some(indent) = indent {
         for _ in 0..depth {
             out.extend_from_slice(indent);
@@ -1122,15 +1141,24 @@ impl Gen<'_> {
     }
 
     /// Whether `key`, a String or Symbol whose text is `name`, goes into the key table
-    /// once written: it must be [`key_cache::keepable`], written with the compact
-    /// delimiter, and UTF-8 or US-ASCII (any other is converted, and json 2.9 warns
-    /// about a binary one each time).
+    /// once written: it must be [`key_cache::keepable`], and UTF-8 or US-ASCII (any
+    /// other is converted, and json 2.9 warns about a binary one each time).
     #[inline(always)]
     fn keeps_written(&self, key: Value, name: RString) -> bool {
         let index = encoding_index(name.as_raw());
-        self.colon_only
-            && (index == self.utf8 || index == self.usascii)
-            && key_cache::keepable(key.as_raw())
+        (index == self.utf8 || index == self.usascii) && key_cache::keepable(key.as_raw())
+    }
+
+    /// The key table's escaping bits for this generation's keys: with the compact
+    /// delimiter a key is kept with its `:`, with any other layout without it
+    /// ([`key_cache::BARE`]), the delimiter then written after it.
+    #[inline(always)]
+    fn kept_key_escaping(&self) -> u8 {
+        if self.colon_only {
+            self.key_escaping
+        } else {
+            self.key_escaping | key_cache::BARE
+        }
     }
 
     fn pair(&mut self, ruby: &Ruby, key: Value, value: Value, first: bool) -> Result<(), Error> {
@@ -1148,15 +1176,16 @@ impl Gen<'_> {
             }
             push_indent(&mut self.out, &self.cfg.indent, depth);
         }
-        let escaping = self.key_escaping;
-        if self.colon_only {
-            let keys = self.keys.table();
-            // SAFETY: see `key_cache::Lazy::table`; the table and the output are separate.
-            if let Some(written) = unsafe { (*keys).get(key.as_raw(), escaping) } {
-                core::push_bytes(&mut self.out, written);
-                self.cur = state;
-                return self.value(ruby, value);
+        let escaping = self.kept_key_escaping();
+        let keys = self.keys.table();
+        // SAFETY: see `key_cache::Lazy::table`; the table and the output are separate.
+        if let Some(written) = unsafe { (*keys).get(key.as_raw(), escaping) } {
+            core::push_bytes(&mut self.out, written);
+            if !self.colon_only {
+                core::push_bytes(&mut self.out, &self.object_delim2);
             }
+            self.cur = state;
+            return self.value(ruby, value);
         }
         let mark = self.out.len();
         // Whether the key is written from its own text alone (see `keeps_written`).
@@ -1181,8 +1210,6 @@ impl Gen<'_> {
         }
         if self.colon_only {
             self.out.push(b':');
-        } else {
-            core::push_bytes(&mut self.out, &self.object_delim2);
         }
         if keep {
             let written_len = self.out.len() - mark;
@@ -1191,6 +1218,9 @@ impl Gen<'_> {
                 // SAFETY: see `key_cache::Lazy::table`; the table and the output are separate.
                 unsafe { (*keys).put(key.as_raw(), escaping, &self.out[mark..]) };
             }
+        }
+        if !self.colon_only {
+            core::push_bytes(&mut self.out, &self.object_delim2);
         }
         self.cur = state;
         self.value(ruby, value)

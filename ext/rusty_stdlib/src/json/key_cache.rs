@@ -54,6 +54,10 @@ pub fn escaping(ascii_only: bool, escape_slash: bool, escape_separators: bool) -
     ascii_only as u8 | (escape_slash as u8) << 1 | (escape_separators as u8) << 2
 }
 
+/// With the [`escaping`] bits of a key kept without its delimiter (a layout other than
+/// the compact `:`, which is then written after it).
+pub const BARE: u8 = 1 << 3;
+
 /// Whether `key` may be stored: a Symbol, or a frozen String.
 #[inline(always)]
 pub fn keepable(key: VALUE) -> bool {

@@ -5,11 +5,12 @@
 //! `escape_slash`) and `strict`, `generate(obj, io)`, and the class method
 //! `State.generate(obj, opts, io)` that json 2.9's `JSON.generate` and `JSON.dump` call.
 
+use std::{ffi::CStr, sync::OnceLock};
+
 use magnus::{
-    prelude::*, r_hash::ForEach, rb_sys::AsRawValue, Error, RClass, RHash, RString, Ruby, Symbol,
-    Value,
+    prelude::*, r_hash::ForEach, rb_sys::AsRawValue, Error, RClass, RHash, RString, Ruby, Value,
 };
-use rb_sys::ruby_value_type;
+use rb_sys::{ruby_value_type, VALUE};
 
 use super::{check_type, fixnum, get_state, partial_generate, Config, Gen, Layout, State};
 
@@ -20,10 +21,11 @@ fn set_layout(cfg: &mut Config, layout: Layout, v: Value) -> Result<(), Error> {
     let mut encoding = 0;
     if v.to_bool() {
         check_type(v, ruby_value_type::RUBY_T_STRING)?;
-        let bytes = unsafe { RString::from_value(v).expect("checked").as_slice() }.to_vec();
+        let string = RString::from_value(v).expect("checked");
+        let bytes = unsafe { string.as_slice() };
         encoding = unsafe { rb_sys::rb_enc_get_index(v.as_raw()) };
         if !bytes.is_empty() {
-            value = Some(bytes);
+            value = Some(bytes.into());
         }
     }
     *cfg.layout_mut(layout) = value;
@@ -57,39 +59,83 @@ fn long_config(v: Value) -> i64 {
     }
 }
 
-/// `configure_state`: each Symbol key of `opts` it knows, in the Hash's order.
+/// The Symbols `configure_state` knows, as VALUEs: static Symbols (immediates, never
+/// collected), so a key is one of them exactly when it is that VALUE, as the gem compares.
+struct OptionKeys {
+    indent: VALUE,
+    space: VALUE,
+    space_before: VALUE,
+    object_nl: VALUE,
+    array_nl: VALUE,
+    max_nesting: VALUE,
+    allow_nan: VALUE,
+    ascii_only: VALUE,
+    depth: VALUE,
+    buffer_initial_length: VALUE,
+    script_safe: VALUE,
+    escape_slash: VALUE,
+    strict: VALUE,
+}
+
+fn option_keys() -> &'static OptionKeys {
+    static KEYS: OnceLock<OptionKeys> = OnceLock::new();
+    KEYS.get_or_init(|| {
+        let sym = |name: &CStr| unsafe { rb_sys::rb_id2sym(rb_sys::rb_intern(name.as_ptr())) };
+        OptionKeys {
+            indent: sym(c"indent"),
+            space: sym(c"space"),
+            space_before: sym(c"space_before"),
+            object_nl: sym(c"object_nl"),
+            array_nl: sym(c"array_nl"),
+            max_nesting: sym(c"max_nesting"),
+            allow_nan: sym(c"allow_nan"),
+            ascii_only: sym(c"ascii_only"),
+            depth: sym(c"depth"),
+            buffer_initial_length: sym(c"buffer_initial_length"),
+            script_safe: sym(c"script_safe"),
+            escape_slash: sym(c"escape_slash"),
+            strict: sym(c"strict"),
+        }
+    })
+}
+
+/// `configure_state`: each Symbol key of `opts` it knows, in the Hash's order. (Keys are
+/// told apart by their VALUE: reading each one's name cost about 100 instructions, a
+/// tenth of `JSON.pretty_generate` of a small document.)
 pub fn configure(state: &State, opts: RHash) -> Result<(), Error> {
+    let k = option_keys();
     opts.foreach(|key: Value, val: Value| {
-        let Some(name) = Symbol::from_value(key) else {
-            return Ok(ForEach::Continue);
-        };
-        let name = name.name()?;
+        let key = key.as_raw();
         let mut cfg = state.config.borrow_mut();
-        match &*name {
-            "indent" => set_layout(&mut cfg, Layout::Indent, val)?,
-            "space" => set_layout(&mut cfg, Layout::Space, val)?,
-            "space_before" => set_layout(&mut cfg, Layout::SpaceBefore, val)?,
-            "object_nl" => set_layout(&mut cfg, Layout::ObjectNl, val)?,
-            "array_nl" => set_layout(&mut cfg, Layout::ArrayNl, val)?,
-            "max_nesting" => cfg.max_nesting = long_config(val),
-            "allow_nan" => cfg.allow_nan = val.to_bool(),
-            "ascii_only" => cfg.ascii_only = val.to_bool(),
-            "depth" => {
-                drop(cfg);
-                state.depth.set(long_config(val));
+        if key == k.indent {
+            set_layout(&mut cfg, Layout::Indent, val)?;
+        } else if key == k.space {
+            set_layout(&mut cfg, Layout::Space, val)?;
+        } else if key == k.space_before {
+            set_layout(&mut cfg, Layout::SpaceBefore, val)?;
+        } else if key == k.object_nl {
+            set_layout(&mut cfg, Layout::ObjectNl, val)?;
+        } else if key == k.array_nl {
+            set_layout(&mut cfg, Layout::ArrayNl, val)?;
+        } else if key == k.max_nesting {
+            cfg.max_nesting = long_config(val);
+        } else if key == k.allow_nan {
+            cfg.allow_nan = val.to_bool();
+        } else if key == k.ascii_only {
+            cfg.ascii_only = val.to_bool();
+        } else if key == k.depth {
+            drop(cfg);
+            state.depth.set(long_config(val));
+        } else if key == k.buffer_initial_length {
+            let n = fixnum(val)?;
+            if n > 0 {
+                cfg.buffer_initial_length = n;
             }
-            "buffer_initial_length" => {
-                let n = fixnum(val)?;
-                if n > 0 {
-                    cfg.buffer_initial_length = n;
-                }
-            }
-            "script_safe" | "escape_slash" => {
-                cfg.escape_slash = val.to_bool();
-                cfg.escape_separators = val.to_bool();
-            }
-            "strict" => cfg.strict = val.to_bool(),
-            _ => {}
+        } else if key == k.script_safe || key == k.escape_slash {
+            cfg.escape_slash = val.to_bool();
+            cfg.escape_separators = val.to_bool();
+        } else if key == k.strict {
+            cfg.strict = val.to_bool();
         }
         Ok(ForEach::Continue)
     })
@@ -122,6 +168,9 @@ pub fn private_generate(
 }
 
 /// `State.generate(obj, opts, io)`: a fresh State configured by `opts` (nil, or a Hash).
+/// As in the gem (a C struct on its stack), the State is no Ruby object until a
+/// `#to_json` needs one (`Gen::spill` makes it then): making one for every call cost
+/// more than the rest of a small `JSON.generate(obj, opts)`.
 pub fn class_generate(
     ruby: &Ruby,
     _class: RClass,
@@ -129,12 +178,16 @@ pub fn class_generate(
     opts: Value,
     io: Value,
 ) -> Result<Value, Error> {
-    let state = ruby.obj_wrap(State::default());
+    let state = State::default();
     if opts.to_bool() {
         check_type(opts, ruby_value_type::RUBY_T_HASH)?;
         configure(&state, RHash::from_value(opts).expect("checked"))?;
     }
-    let mut gen = Gen::new(state.as_value())?;
+    // SAFETY: nothing changes this State's config from here on: no Ruby code can reach
+    // it (a `#to_json` is given a copy, see `Gen::spill`), and we only read it.
+    let cfg = std::borrow::Cow::Borrowed(unsafe { &*state.config.as_ptr() });
+    // No `#to_json` is given `nil`: the first one spills a State object first.
+    let mut gen = Gen::with_state(ruby.qnil().as_value(), &state, cfg);
     gen.spill_pending = true;
     gen.value(ruby, obj)?;
     deliver(gen.finish(ruby), io)
