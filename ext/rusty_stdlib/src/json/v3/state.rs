@@ -334,25 +334,49 @@ pub fn configure(ruby: &Ruby, config: &mut Config, opts: VALUE) -> Result<(), Er
     if unsafe { rb_sys::rb_hash_size_num(opts) } == 0 {
         return Ok(());
     }
-    // Collected (into a Ruby Array, which the stack keeps alive) without running Ruby
-    // code, then applied in order: applying may convert, which may run Ruby code.
-    let pairs = unsafe { rb_sys::rb_ary_new() };
-    unsafe {
-        let _ = each_pair_quiet::<()>(opts, |key, v| {
-            rb_sys::rb_ary_push(pairs, key);
-            rb_sys::rb_ary_push(pairs, v);
-            Ok(())
-        });
-    }
+    // Collected without running Ruby code, then applied in order: applying may convert,
+    // which may run Ruby code that changes `opts`. The usual few pairs go into an array
+    // on the machine stack (which Ruby's GC scans, so they stay alive), more into a Ruby
+    // Array (a Ruby Array for every call took a tenth of a small `pretty_generate`).
+    const ON_STACK: usize = 16;
+    let mut stacked = [0 as VALUE; 2 * ON_STACK];
+    let mut count = 0;
+    let pairs = if unsafe { rb_sys::rb_hash_size_num(opts) } as usize <= ON_STACK {
+        unsafe {
+            let _ = each_pair_quiet::<()>(opts, |key, v| {
+                if count < 2 * ON_STACK {
+                    stacked[count] = key;
+                    stacked[count + 1] = v;
+                    count += 2;
+                }
+                Ok(())
+            });
+        }
+        QNIL
+    } else {
+        let pairs = unsafe { rb_sys::rb_ary_new() };
+        unsafe {
+            let _ = each_pair_quiet::<()>(opts, |key, v| {
+                rb_sys::rb_ary_push(pairs, key);
+                rb_sys::rb_ary_push(pairs, v);
+                Ok(())
+            });
+            count = rb_sys::RARRAY_LEN(pairs) as usize;
+        }
+        pairs
+    };
     let k = keys();
     let mut unknown = false;
-    let count = unsafe { rb_sys::RARRAY_LEN(pairs) };
     for i in (0..count).step_by(2) {
-        let (key, v) = unsafe {
-            (
-                rb_sys::rb_ary_entry(pairs, i),
-                rb_sys::rb_ary_entry(pairs, i + 1),
-            )
+        let (key, v) = if pairs == QNIL {
+            (stacked[i], stacked[i + 1])
+        } else {
+            unsafe {
+                (
+                    rb_sys::rb_ary_entry(pairs, i as _),
+                    rb_sys::rb_ary_entry(pairs, (i + 1) as _),
+                )
+            }
         };
         let c = &mut *config;
         match key {
@@ -403,7 +427,7 @@ pub fn configure(ruby: &Ruby, config: &mut Config, opts: VALUE) -> Result<(), Er
         ];
         return Err(super::error::unknown_keywords_in(opts, &known));
     }
-    std::hint::black_box(pairs);
+    std::hint::black_box((pairs, &stacked));
     check_rfc8785(ruby, config)
 }
 
@@ -500,12 +524,7 @@ impl State {
         opts: Value,
         io: Value,
     ) -> Result<Value, Error> {
-        let mut config = Config::DEFAULT;
-        configure(ruby, &mut config, opts.as_raw())?;
-        if config.rfc8785 {
-            return gem_state_class(ruby)?.funcall("generate", (obj, opts, io));
-        }
-        generate(ruby, None, config, obj, io, Fallback::Yes)
+        class_generate(ruby, obj, opts, io)
     }
 
     fn class_generate_no_fallback(
@@ -522,6 +541,29 @@ impl State {
         }
         generate(ruby, None, config, obj, io, Fallback::No)
     }
+}
+
+/// Whether the options Hash `opts` has an `rfc8785` key (a lookup that runs no Ruby code:
+/// Symbol keys hash natively).
+pub(super) fn names_rfc8785(opts: VALUE) -> bool {
+    let undef = rb_sys::Qundef as VALUE;
+    unsafe { rb_sys::rb_hash_lookup2(opts, keys().rfc8785, undef) != undef }
+}
+
+/// `State.generate(obj, opts, io)`: a generation configured by `opts` (nil or a Hash),
+/// with no State object (RFC 8785 output is the gem's).
+pub(super) fn class_generate(
+    ruby: &Ruby,
+    obj: Value,
+    opts: Value,
+    io: Value,
+) -> Result<Value, Error> {
+    let mut config = Config::DEFAULT;
+    configure(ruby, &mut config, opts.as_raw())?;
+    if config.rfc8785 {
+        return gem_state_class(ruby)?.funcall("generate", (obj, opts, io));
+    }
+    generate(ruby, None, config, obj, io, Fallback::Yes)
 }
 
 /// Whether `obj` is a State of the gem's own class while `class` is our State class
