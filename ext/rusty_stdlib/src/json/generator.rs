@@ -275,7 +275,7 @@ impl State {
         Ok(rb_self)
     }
 
-    fn configure(ruby: &Ruby, rb_self: Value, opts: Value) -> Result<Value, Error> {
+    fn configure(_ruby: &Ruby, rb_self: Value, opts: Value) -> Result<Value, Error> {
         let state = get_state(rb_self)?;
         let raw = opts.as_raw();
         let hash = protect(|| unsafe {
@@ -297,37 +297,44 @@ impl State {
             }
         })?;
         let hash = RHash::from_value(unsafe { Value::from_raw(hash) }).expect("a Hash");
-        let aref = |name: &str| -> Result<Value, Error> { hash.aref(ruby.to_symbol(name)) };
-        let given = |name: &str| -> Result<bool, Error> {
-            hash.funcall::<_, _, Value>("key?", (ruby.to_symbol(name),))
-                .map(|v| v.to_bool())
+        // The option Symbols and `key?` are looked up once (interning a name at every
+        // read made a small `JSON.generate(obj, opts)` on json 2.6 slower than the gem's).
+        let k = state_v2_9::option_keys();
+        let aref =
+            |key: VALUE| -> Result<Value, Error> { hash.aref(unsafe { Value::from_raw(key) }) };
+        let given = |key: VALUE| -> Result<bool, Error> {
+            static KEY_P: std::sync::OnceLock<rb_sys::ID> = std::sync::OnceLock::new();
+            let key_p = *KEY_P.get_or_init(|| unsafe { rb_sys::rb_intern(c"key?".as_ptr()) });
+            let hash = hash.as_raw();
+            protect(|| unsafe { rb_sys::rb_funcallv(hash, key_p, 1, &key) })
+                .map(|v| v != rb_sys::Qnil as VALUE && v != rb_sys::Qfalse as VALUE)
         };
         let mut cfg = state.config.borrow().clone();
         // Looked up in the gem's order.
-        for (name, layout) in [
-            ("indent", Layout::Indent),
-            ("space", Layout::Space),
-            ("space_before", Layout::SpaceBefore),
-            ("array_nl", Layout::ArrayNl),
-            ("object_nl", Layout::ObjectNl),
+        for (key, layout) in [
+            (k.indent, Layout::Indent),
+            (k.space, Layout::Space),
+            (k.space_before, Layout::SpaceBefore),
+            (k.array_nl, Layout::ArrayNl),
+            (k.object_nl, Layout::ObjectNl),
         ] {
-            let v = aref(name)?;
+            let v = aref(key)?;
             if v.to_bool() {
                 *cfg.layout_mut(layout) = Some(layout_bytes(v)?);
             }
         }
         cfg.max_nesting = 100;
-        if given("max_nesting")? {
-            let v = aref("max_nesting")?;
+        if given(k.max_nesting)? {
+            let v = aref(k.max_nesting)?;
             cfg.max_nesting = if v.to_bool() { fixnum(v)? } else { 0 };
         }
         let mut depth = 0;
-        if given("depth")? {
-            let v = aref("depth")?;
+        if given(k.depth)? {
+            let v = aref(k.depth)?;
             depth = if v.to_bool() { fixnum(v)? } else { 0 };
         }
-        if given("buffer_initial_length")? {
-            let v = aref("buffer_initial_length")?;
+        if given(k.buffer_initial_length)? {
+            let v = aref(k.buffer_initial_length)?;
             if v.to_bool() {
                 let n = fixnum(v)?;
                 if n > 0 {
@@ -335,9 +342,9 @@ impl State {
                 }
             }
         }
-        cfg.allow_nan = aref("allow_nan")?.to_bool();
-        cfg.ascii_only = aref("ascii_only")?.to_bool();
-        cfg.escape_slash = aref("escape_slash")?.to_bool();
+        cfg.allow_nan = aref(k.allow_nan)?.to_bool();
+        cfg.ascii_only = aref(k.ascii_only)?.to_bool();
+        cfg.escape_slash = aref(k.escape_slash)?.to_bool();
         *state.config.borrow_mut() = cfg;
         state.depth.set(depth);
         Ok(rb_self)

@@ -59,25 +59,25 @@ fn long_config(v: Value) -> i64 {
     }
 }
 
-/// The Symbols `configure_state` knows, as VALUEs: static Symbols (immediates, never
+/// The Symbols `configure_state` knows (json 2.9's, and 2.6's `configure`), as VALUEs: static Symbols (immediates, never
 /// collected), so a key is one of them exactly when it is that VALUE, as the gem compares.
-struct OptionKeys {
-    indent: VALUE,
-    space: VALUE,
-    space_before: VALUE,
-    object_nl: VALUE,
-    array_nl: VALUE,
-    max_nesting: VALUE,
-    allow_nan: VALUE,
-    ascii_only: VALUE,
-    depth: VALUE,
-    buffer_initial_length: VALUE,
-    script_safe: VALUE,
-    escape_slash: VALUE,
-    strict: VALUE,
+pub(super) struct OptionKeys {
+    pub(super) indent: VALUE,
+    pub(super) space: VALUE,
+    pub(super) space_before: VALUE,
+    pub(super) object_nl: VALUE,
+    pub(super) array_nl: VALUE,
+    pub(super) max_nesting: VALUE,
+    pub(super) allow_nan: VALUE,
+    pub(super) ascii_only: VALUE,
+    pub(super) depth: VALUE,
+    pub(super) buffer_initial_length: VALUE,
+    pub(super) script_safe: VALUE,
+    pub(super) escape_slash: VALUE,
+    pub(super) strict: VALUE,
 }
 
-fn option_keys() -> &'static OptionKeys {
+pub(super) fn option_keys() -> &'static OptionKeys {
     static KEYS: OnceLock<OptionKeys> = OnceLock::new();
     KEYS.get_or_init(|| {
         let sym = |name: &CStr| unsafe { rb_sys::rb_id2sym(rb_sys::rb_intern(name.as_ptr())) };
