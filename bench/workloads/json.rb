@@ -51,4 +51,20 @@ Bench.define(:json, requires: %w[json], references: JSON_REFERENCES, source: "JS
              op: "JSON.generate(input)",
              references: { "Oj compat" => "Oj.dump(input, mode: :compat)", "nosj" => "NOSJ.generate(input)" }
   end
+
+  # The other ways apps write JSON, each its own path through json's Ruby code and State:
+  # with options (Rails passes some on every call), pretty_generate, dump and #to_json.
+  {
+    "generate_options" => "JSON.generate(input, max_nesting: false)",
+    "pretty_generate" => "JSON.pretty_generate(input)",
+    "dump" => "JSON.dump(input)",
+    "to_json" => "input.to_json"
+  }.each do |kind, op|
+    %w[small twitter].each do |name|
+      shape = documents.fetch(name)
+      workload "json-#{kind}-#{name}",
+               setup: -> { JSON.parse(corpus.read("#{name}.json") { |r| JSON.generate(shape.call(r)) }) },
+               op: op
+    end
+  end
 end
