@@ -67,10 +67,26 @@ impl DataTypeFunctions for ParserObject {
     }
 }
 
-fn stdlib_parser(ruby: &Ruby) -> Result<RClass, Error> {
-    let json: RModule = ruby.class_object().const_get("JSON")?;
-    let ext: RModule = json.const_get("Ext")?;
-    ext.const_get("Parser")
+/// The gem's `JSON::Ext::Parser`, looked up by IDs interned once (by name, each of the
+/// three lookups interned its name: 2,000 instructions on every call handed to the gem,
+/// such as each JSON.load on json 2.9).
+fn stdlib_parser(_ruby: &Ruby) -> Result<RClass, Error> {
+    static IDS: std::sync::OnceLock<[rb_sys::ID; 3]> = std::sync::OnceLock::new();
+    let [json, ext, parser] = *IDS.get_or_init(|| {
+        [c"JSON", c"Ext", c"Parser"].map(|name| unsafe { rb_sys::rb_intern(name.as_ptr()) })
+    });
+    let class = magnus::rb_sys::protect(|| unsafe {
+        let json = rb_sys::rb_const_get(rb_sys::rb_cObject, json);
+        let ext = rb_sys::rb_const_get(json, ext);
+        rb_sys::rb_const_get(ext, parser)
+    })?;
+    <RClass as magnus::TryConvert>::try_convert(unsafe { Value::from_raw(class) })
+}
+
+/// The ID of `parse`, interned once.
+fn parse_id() -> rb_sys::ID {
+    static ID: std::sync::OnceLock<rb_sys::ID> = std::sync::OnceLock::new();
+    *ID.get_or_init(|| unsafe { rb_sys::rb_intern(c"parse".as_ptr()) })
 }
 
 fn json_error(ruby: &Ruby, name: &str) -> Result<ExceptionClass, Error> {
@@ -78,9 +94,46 @@ fn json_error(ruby: &Ruby, name: &str) -> Result<ExceptionClass, Error> {
     json.const_get(name)
 }
 
+/// The option Symbols the parser reads, made once: static Symbols (immediates, never
+/// collected). Interning each name at every read cost about 750 instructions a read, a
+/// fifth of a small `JSON.parse(source, symbolize_names: true)`.
+struct OptionKeys {
+    allow_trailing_comma: VALUE,
+    create_additions: VALUE,
+    symbolize_names: VALUE,
+    match_string: VALUE,
+    object_class: VALUE,
+    array_class: VALUE,
+    decimal_class: VALUE,
+    max_nesting: VALUE,
+    allow_nan: VALUE,
+    freeze: VALUE,
+    create_id: VALUE,
+}
+
+fn option_keys() -> &'static OptionKeys {
+    static KEYS: std::sync::OnceLock<OptionKeys> = std::sync::OnceLock::new();
+    KEYS.get_or_init(|| {
+        let sym =
+            |name: &std::ffi::CStr| unsafe { rb_sys::rb_id2sym(rb_sys::rb_intern(name.as_ptr())) };
+        OptionKeys {
+            allow_trailing_comma: sym(c"allow_trailing_comma"),
+            create_additions: sym(c"create_additions"),
+            symbolize_names: sym(c"symbolize_names"),
+            match_string: sym(c"match_string"),
+            object_class: sym(c"object_class"),
+            array_class: sym(c"array_class"),
+            decimal_class: sym(c"decimal_class"),
+            max_nesting: sym(c"max_nesting"),
+            allow_nan: sym(c"allow_nan"),
+            freeze: sym(c"freeze"),
+            create_id: sym(c"create_id"),
+        }
+    })
+}
+
 /// `opts[key]` if the key is present (the gem's `option_given_p`), else `None`.
-fn option(hash: RHash, key: &str) -> Option<VALUE> {
-    let key = Ruby::get_with(hash).to_symbol(key).as_raw();
+fn option(hash: RHash, key: VALUE) -> Option<VALUE> {
     let v = unsafe { rb_sys::rb_hash_lookup2(hash.as_raw(), key, QUNDEF) };
     (v != QUNDEF).then_some(v)
 }
@@ -97,31 +150,32 @@ fn read_options(dialect: Dialect, opts: Option<RHash>) -> Option<(Settings, Opti
     let Some(opts) = opts else {
         return Some((settings, None));
     };
+    let k = option_keys();
     if dialect.has_trailing_comma_option()
-        && option(opts, "allow_trailing_comma").is_some_and(truthy)
+        && option(opts, k.allow_trailing_comma).is_some_and(truthy)
     {
         // A grammar of its own: the gem's parser reads it.
         return None;
     }
-    let create_additions = option(opts, "create_additions");
+    let create_additions = option(opts, k.create_additions);
     if dialect.nil_create_additions_is_implicit() && create_additions == Some(QNIL) {
         // JSON.load's default: additions created with a deprecation warning.
         return None;
     }
     let create_additions = create_additions.is_some_and(truthy);
     if create_additions
-        && (option(opts, "symbolize_names").is_some_and(truthy)
-            || option(opts, "match_string").is_some_and(truthy))
+        && (option(opts, k.symbolize_names).is_some_and(truthy)
+            || option(opts, k.match_string).is_some_and(truthy))
     {
         // An ArgumentError in the gem, or json_create calls on strings and keys.
         return None;
     }
-    for key in ["object_class", "array_class", "decimal_class"] {
+    for key in [k.object_class, k.array_class, k.decimal_class] {
         if option(opts, key).is_some_and(|v| v != QNIL) {
             return None;
         }
     }
-    if let Some(v) = option(opts, "max_nesting") {
+    if let Some(v) = option(opts, k.max_nesting) {
         if truthy(v) {
             // Check_Type(T_FIXNUM) then FIX2INT: anything else raises in the gem.
             if v & 1 == 0 {
@@ -136,11 +190,11 @@ fn read_options(dialect: Dialect, opts: Option<RHash>) -> Option<(Settings, Opti
             settings.options.max_nesting = 0;
         }
     }
-    settings.options.allow_nan = option(opts, "allow_nan").is_some_and(truthy);
-    settings.flavour.symbolize_names = option(opts, "symbolize_names").is_some_and(truthy);
-    settings.flavour.freeze = option(opts, "freeze").is_some_and(truthy);
+    settings.options.allow_nan = option(opts, k.allow_nan).is_some_and(truthy);
+    settings.flavour.symbolize_names = option(opts, k.symbolize_names).is_some_and(truthy);
+    settings.flavour.freeze = option(opts, k.freeze).is_some_and(truthy);
     settings.flavour.create_additions = create_additions;
-    let mut create_id = option(opts, "create_id");
+    let mut create_id = option(opts, k.create_id);
     if dialect.falsy_create_id_is_default() {
         create_id = create_id.filter(|v| truthy(*v));
     }
@@ -288,7 +342,12 @@ pub fn parse_with(
         .filter(|_| RString::from_value(source).is_some())
         .and_then(|opts| read_options(dialect, opts));
     let Some((settings, create_id)) = native else {
-        return stdlib_parser(ruby)?.funcall("parse", (source, opts));
+        let class = stdlib_parser(ruby)?.as_raw();
+        let args = [source.as_raw(), opts.as_raw()];
+        return magnus::rb_sys::protect(|| unsafe {
+            rb_sys::rb_funcallv(class, parse_id(), 2, args.as_ptr())
+        })
+        .map(|v| unsafe { Value::from_raw(v) });
     };
     let create_id = if settings.flavour.create_additions {
         match create_id {
