@@ -98,6 +98,22 @@ pub struct DumpTables {
 // holds the GVL.
 unsafe impl Send for DumpTables {}
 
+impl DumpTables {
+    /// Empties the tables and frees their memory (the walk is over: nothing is pinned).
+    fn release(&self) {
+        // SAFETY: no `Dumper` uses the tables any more, and this runs no Ruby code (so
+        // no `mark` overlaps).
+        unsafe {
+            *self.objects.get() = AddrMap::default();
+            *self.symbols.get() = AddrMap::default();
+            *self.classes.get() = Vec::new();
+            *self.pinned.get() = Vec::new();
+            *self.hooks.get() = Vec::new();
+            *self.userdefs.get() = Vec::new();
+        }
+    }
+}
+
 impl DataTypeFunctions for DumpTables {
     fn mark(&self, _marker: &gc::Marker) {
         for &v in unsafe { &*self.pinned.get() } {
@@ -327,8 +343,12 @@ fn run(
     let out = std::mem::take(&mut dumper.out);
     let committed = dumper.committed;
     let error = dumper.error.take();
-    // Keep the tables (and so the pins) alive until the walk is over.
+    // Keep the tables (and so the pins) alive until the walk is over, then give their
+    // memory back at once, while it is still in cache: left to the GC's sweep of the
+    // wrapper, every dump took fresh cold memory for its tables, and a 64-byte String's
+    // dump was slower than the stdlib's (900 ns against 600 on Ruby 3.4).
     std::hint::black_box(&tables);
+    tables.release();
     match result {
         Ok(()) => (Ok(out), committed),
         Err(Fallback) => (Err(error), committed),

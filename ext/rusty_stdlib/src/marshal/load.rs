@@ -235,6 +235,10 @@ fn run(
         loader.kept,
         loader.keys.strings(),
     ));
+    // Then the link table's memory goes back at once, while still in cache, not when
+    // the GC sweeps its wrapper (see `dump::run`).
+    // SAFETY: the loader is done with it, and this runs no Ruby code (so no `mark`).
+    unsafe { *table.links.get() = Vec::new() };
     match result {
         Ok(v) => (Ok(v), loader.committed),
         Err(Fallback) => (Err(loader.error.take()), loader.committed),
