@@ -299,7 +299,7 @@ impl State {
         let hash = RHash::from_value(unsafe { Value::from_raw(hash) }).expect("a Hash");
         // The option Symbols and `key?` are looked up once (interning a name at every
         // read made a small `JSON.generate(obj, opts)` on json 2.6 slower than the gem's).
-        let k = state_v2_9::option_keys();
+        let k = crate::json::option_keys::generator_keys();
         let aref =
             |key: VALUE| -> Result<Value, Error> { hash.aref(unsafe { Value::from_raw(key) }) };
         let given = |key: VALUE| -> Result<bool, Error> {
@@ -1156,18 +1156,6 @@ impl Gen<'_> {
         (index == self.utf8 || index == self.usascii) && key_cache::keepable(key.as_raw())
     }
 
-    /// The key table's escaping bits for this generation's keys: with the compact
-    /// delimiter a key is kept with its `:`, with any other layout without it
-    /// ([`key_cache::BARE`]), the delimiter then written after it.
-    #[inline(always)]
-    fn kept_key_escaping(&self) -> u8 {
-        if self.colon_only {
-            self.key_escaping
-        } else {
-            self.key_escaping | key_cache::BARE
-        }
-    }
-
     fn pair(&mut self, ruby: &Ruby, key: Value, value: Value, first: bool) -> Result<(), Error> {
         // The gem's `json_object_i` reads the generation's current State (see `spill`)
         // and its depth afresh for each pair.
@@ -1183,7 +1171,7 @@ impl Gen<'_> {
             }
             push_indent(&mut self.out, &self.cfg.indent, depth);
         }
-        let escaping = self.kept_key_escaping();
+        let escaping = key_cache::kept_escaping(self.key_escaping, self.colon_only);
         let keys = self.keys.table();
         // SAFETY: see `key_cache::Lazy::table`; the table and the output are separate.
         if let Some(written) = unsafe { (*keys).get(key.as_raw(), escaping) } {

@@ -56,7 +56,19 @@ pub fn escaping(ascii_only: bool, escape_slash: bool, escape_separators: bool) -
 
 /// With the [`escaping`] bits of a key kept without its delimiter (a layout other than
 /// the compact `:`, which is then written after it).
-pub const BARE: u8 = 1 << 3;
+const BARE: u8 = 1 << 3;
+
+/// The bits a generation keeps its keys under: with the compact delimiter (`colon_only`)
+/// a key is kept with its `:`, with any other layout without it ([`BARE`]), the
+/// delimiter then written after it.
+#[inline(always)]
+pub fn kept_escaping(escaping: u8, colon_only: bool) -> u8 {
+    if colon_only {
+        escaping
+    } else {
+        escaping | BARE
+    }
+}
 
 /// Whether `key` may be stored: a Symbol, or a frozen String.
 #[inline(always)]

@@ -11,6 +11,7 @@ mod compact;
 mod dialect;
 mod generator;
 mod key_cache;
+mod option_keys;
 mod parser;
 mod sink;
 mod spare;

@@ -114,8 +114,7 @@ struct OptionKeys {
 fn option_keys() -> &'static OptionKeys {
     static KEYS: std::sync::OnceLock<OptionKeys> = std::sync::OnceLock::new();
     KEYS.get_or_init(|| {
-        let sym =
-            |name: &std::ffi::CStr| unsafe { rb_sys::rb_id2sym(rb_sys::rb_intern(name.as_ptr())) };
+        let sym = crate::json::option_keys::static_symbol;
         OptionKeys {
             allow_trailing_comma: sym(c"allow_trailing_comma"),
             create_additions: sym(c"create_additions"),

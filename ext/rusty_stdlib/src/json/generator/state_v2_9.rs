@@ -5,12 +5,10 @@
 //! `escape_slash`) and `strict`, `generate(obj, io)`, and the class method
 //! `State.generate(obj, opts, io)` that json 2.9's `JSON.generate` and `JSON.dump` call.
 
-use std::{ffi::CStr, sync::OnceLock};
-
 use magnus::{
     prelude::*, r_hash::ForEach, rb_sys::AsRawValue, Error, RClass, RHash, RString, Ruby, Value,
 };
-use rb_sys::{ruby_value_type, VALUE};
+use rb_sys::ruby_value_type;
 
 use super::{check_type, fixnum, get_state, partial_generate, Config, Gen, Layout, State};
 
@@ -59,51 +57,11 @@ fn long_config(v: Value) -> i64 {
     }
 }
 
-/// The Symbols `configure_state` knows (json 2.9's, and 2.6's `configure`), as VALUEs: static Symbols (immediates, never
-/// collected), so a key is one of them exactly when it is that VALUE, as the gem compares.
-pub(super) struct OptionKeys {
-    pub(super) indent: VALUE,
-    pub(super) space: VALUE,
-    pub(super) space_before: VALUE,
-    pub(super) object_nl: VALUE,
-    pub(super) array_nl: VALUE,
-    pub(super) max_nesting: VALUE,
-    pub(super) allow_nan: VALUE,
-    pub(super) ascii_only: VALUE,
-    pub(super) depth: VALUE,
-    pub(super) buffer_initial_length: VALUE,
-    pub(super) script_safe: VALUE,
-    pub(super) escape_slash: VALUE,
-    pub(super) strict: VALUE,
-}
-
-pub(super) fn option_keys() -> &'static OptionKeys {
-    static KEYS: OnceLock<OptionKeys> = OnceLock::new();
-    KEYS.get_or_init(|| {
-        let sym = |name: &CStr| unsafe { rb_sys::rb_id2sym(rb_sys::rb_intern(name.as_ptr())) };
-        OptionKeys {
-            indent: sym(c"indent"),
-            space: sym(c"space"),
-            space_before: sym(c"space_before"),
-            object_nl: sym(c"object_nl"),
-            array_nl: sym(c"array_nl"),
-            max_nesting: sym(c"max_nesting"),
-            allow_nan: sym(c"allow_nan"),
-            ascii_only: sym(c"ascii_only"),
-            depth: sym(c"depth"),
-            buffer_initial_length: sym(c"buffer_initial_length"),
-            script_safe: sym(c"script_safe"),
-            escape_slash: sym(c"escape_slash"),
-            strict: sym(c"strict"),
-        }
-    })
-}
-
 /// `configure_state`: each Symbol key of `opts` it knows, in the Hash's order. (Keys are
 /// told apart by their VALUE: reading each one's name cost about 100 instructions, a
 /// tenth of `JSON.pretty_generate` of a small document.)
 pub fn configure(state: &State, opts: RHash) -> Result<(), Error> {
-    let k = option_keys();
+    let k = crate::json::option_keys::generator_keys();
     opts.foreach(|key: Value, val: Value| {
         let key = key.as_raw();
         let mut cfg = state.config.borrow_mut();

@@ -103,8 +103,7 @@ struct Keys {
 fn keys() -> &'static Keys {
     static KEYS: std::sync::OnceLock<Keys> = std::sync::OnceLock::new();
     KEYS.get_or_init(|| {
-        let sym =
-            |name: &std::ffi::CStr| unsafe { rb_sys::rb_id2sym(rb_sys::rb_intern(name.as_ptr())) };
+        let sym = crate::json::option_keys::static_symbol;
         Keys {
             max_nesting: sym(c"max_nesting"),
             allow_nan: sym(c"allow_nan"),

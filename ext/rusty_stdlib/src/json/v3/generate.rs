@@ -925,16 +925,10 @@ impl Gen<'_> {
         self.push_value(self.config.space);
     }
 
-    /// The key table's escaping bits for this generation's keys: with the compact
-    /// delimiter a key is kept with its `:`, with any other layout without it
-    /// ([`key_cache::BARE`]), the delimiter then written after it.
+    /// The key table's bits for this generation's keys (see [`key_cache::kept_escaping`]).
     #[inline(always)]
     fn kept_escaping(&self) -> u8 {
-        if self.colon_only {
-            self.key_escaping
-        } else {
-            self.key_escaping | key_cache::BARE
-        }
+        key_cache::kept_escaping(self.key_escaping, self.colon_only)
     }
 
     /// Writes `key` (a String of class String or a Symbol) and its delimiter from the key

@@ -18,6 +18,7 @@ use rb_sys::{ruby_value_type, VALUE};
 use super::generate::{generate, Fallback};
 use crate::helpers::error::c_error;
 use crate::helpers::hash::each_pair_quiet;
+use crate::json::option_keys::generator_keys as keys;
 
 const QNIL: VALUE = rb_sys::Qnil as VALUE;
 const QFALSE: VALUE = rb_sys::Qfalse as VALUE;
@@ -277,52 +278,6 @@ fn default_sort_keys_proc(ruby: &Ruby) -> Result<VALUE, Error> {
     Ok(if proc.is_nil() { 0 } else { proc.as_raw() })
 }
 
-/// The option keys' Symbols (static: made once, never collected).
-struct Keys {
-    indent: VALUE,
-    space: VALUE,
-    space_before: VALUE,
-    object_nl: VALUE,
-    array_nl: VALUE,
-    max_nesting: VALUE,
-    allow_nan: VALUE,
-    ascii_only: VALUE,
-    depth: VALUE,
-    buffer_initial_length: VALUE,
-    script_safe: VALUE,
-    strict: VALUE,
-    allow_duplicate_key: VALUE,
-    as_json: VALUE,
-    sort_keys: VALUE,
-    rfc8785: VALUE,
-}
-
-fn keys() -> &'static Keys {
-    static KEYS: std::sync::OnceLock<Keys> = std::sync::OnceLock::new();
-    KEYS.get_or_init(|| {
-        let sym =
-            |name: &std::ffi::CStr| unsafe { rb_sys::rb_id2sym(rb_sys::rb_intern(name.as_ptr())) };
-        Keys {
-            indent: sym(c"indent"),
-            space: sym(c"space"),
-            space_before: sym(c"space_before"),
-            object_nl: sym(c"object_nl"),
-            array_nl: sym(c"array_nl"),
-            max_nesting: sym(c"max_nesting"),
-            allow_nan: sym(c"allow_nan"),
-            ascii_only: sym(c"ascii_only"),
-            depth: sym(c"depth"),
-            buffer_initial_length: sym(c"buffer_initial_length"),
-            script_safe: sym(c"script_safe"),
-            strict: sym(c"strict"),
-            allow_duplicate_key: sym(c"allow_duplicate_key"),
-            as_json: sym(c"as_json"),
-            sort_keys: sym(c"sort_keys"),
-            rfc8785: sym(c"rfc8785"),
-        }
-    })
-}
-
 /// `configure_state`: applies the options of Hash `opts` (nil or false: none) in the
 /// Hash's order; an unknown key raises ArgumentError once all are read, and the
 /// settings read so far stay, as in the gem. Then the RFC 8785 checks.
@@ -534,12 +489,7 @@ impl State {
         opts: Value,
         io: Value,
     ) -> Result<Value, Error> {
-        let mut config = Config::DEFAULT;
-        configure(ruby, &mut config, opts.as_raw())?;
-        if config.rfc8785 {
-            return gem_state_class(ruby)?.funcall("_generate_no_fallback", (obj, opts, io));
-        }
-        generate(ruby, None, config, obj, io, Fallback::No)
+        configured_generate(ruby, obj, opts, io, Fallback::No)
     }
 }
 
@@ -558,12 +508,28 @@ pub(super) fn class_generate(
     opts: Value,
     io: Value,
 ) -> Result<Value, Error> {
+    configured_generate(ruby, obj, opts, io, Fallback::Yes)
+}
+
+/// `class_generate`, and with `Fallback::No` `State._generate_no_fallback(obj, opts, io)`:
+/// RFC 8785 output goes to the gem's class method of the same name.
+fn configured_generate(
+    ruby: &Ruby,
+    obj: Value,
+    opts: Value,
+    io: Value,
+    fallback: Fallback,
+) -> Result<Value, Error> {
     let mut config = Config::DEFAULT;
     configure(ruby, &mut config, opts.as_raw())?;
     if config.rfc8785 {
-        return gem_state_class(ruby)?.funcall("generate", (obj, opts, io));
+        let method = match fallback {
+            Fallback::Yes => "generate",
+            Fallback::No => "_generate_no_fallback",
+        };
+        return gem_state_class(ruby)?.funcall(method, (obj, opts, io));
     }
-    generate(ruby, None, config, obj, io, Fallback::Yes)
+    generate(ruby, None, config, obj, io, fallback)
 }
 
 /// Whether `obj` is a State of the gem's own class while `class` is our State class
