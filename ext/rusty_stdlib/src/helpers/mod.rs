@@ -5,6 +5,7 @@ pub mod error;
 pub mod fresh_hash;
 pub mod hash;
 pub mod hash_layout;
+pub mod ids;
 pub mod nogvl;
 pub mod ractor;
 pub mod raw;

@@ -27,9 +27,9 @@ use magnus::{
 };
 use rb_sys::{ruby_coderange_type, ruby_value_type, VALUE};
 use rusty_core::json as core;
+use rusty_core::json::layout_bytes::LayoutBytes;
 
 mod compact;
-
 mod raw_string;
 mod state_v2_9;
 
@@ -41,7 +41,6 @@ use crate::helpers::hash::each_pair_quiet;
 use crate::helpers::raw::{class_of, coderange, encoding_index, flags, set_encoding_index};
 use crate::helpers::reentry::once;
 use crate::helpers::replaced::Replaced;
-use rusty_core::json::layout_bytes::LayoutBytes;
 
 /// json 2.9's warning for a binary String holding UTF-8 (`rb_warn`, so printed unless
 /// `$VERBOSE` is nil).
@@ -304,7 +303,7 @@ impl State {
             |key: VALUE| -> Result<Value, Error> { hash.aref(unsafe { Value::from_raw(key) }) };
         let given = |key: VALUE| -> Result<bool, Error> {
             static KEY_P: std::sync::OnceLock<rb_sys::ID> = std::sync::OnceLock::new();
-            let key_p = *KEY_P.get_or_init(|| unsafe { rb_sys::rb_intern(c"key?".as_ptr()) });
+            let key_p = crate::helpers::ids::id(&KEY_P, c"key?");
             let hash = hash.as_raw();
             protect(|| unsafe { rb_sys::rb_funcallv(hash, key_p, 1, &key) })
                 .map(|v| v != rb_sys::Qnil as VALUE && v != rb_sys::Qfalse as VALUE)
@@ -670,7 +669,7 @@ fn try_generate(ruby: &Ruby, obj: Value) -> Result<Option<RString>, Error> {
 /// C string costs about 750 instructions, a sixth of a small `JSON.generate`.
 fn state_id() -> rb_sys::ID {
     static STATE: std::sync::OnceLock<rb_sys::ID> = std::sync::OnceLock::new();
-    *STATE.get_or_init(|| unsafe { rb_sys::rb_intern(c"State".as_ptr()) })
+    crate::helpers::ids::id(&STATE, c"State")
 }
 
 /// Whether the `State` that `module`'s code names (looked up in `module`, as json's

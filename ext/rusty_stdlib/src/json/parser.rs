@@ -71,10 +71,12 @@ impl DataTypeFunctions for ParserObject {
 /// three lookups interned its name: 2,000 instructions on every call handed to the gem,
 /// such as each JSON.load on json 2.9).
 fn stdlib_parser(_ruby: &Ruby) -> Result<RClass, Error> {
-    static IDS: std::sync::OnceLock<[rb_sys::ID; 3]> = std::sync::OnceLock::new();
-    let [json, ext, parser] = *IDS.get_or_init(|| {
-        [c"JSON", c"Ext", c"Parser"].map(|name| unsafe { rb_sys::rb_intern(name.as_ptr()) })
-    });
+    use crate::helpers::ids::id;
+    use std::sync::OnceLock;
+    static IDS: [OnceLock<rb_sys::ID>; 3] = [OnceLock::new(), OnceLock::new(), OnceLock::new()];
+    let json = id(&IDS[0], c"JSON");
+    let ext = id(&IDS[1], c"Ext");
+    let parser = id(&IDS[2], c"Parser");
     let class = magnus::rb_sys::protect(|| unsafe {
         let json = rb_sys::rb_const_get(rb_sys::rb_cObject, json);
         let ext = rb_sys::rb_const_get(json, ext);
@@ -86,7 +88,7 @@ fn stdlib_parser(_ruby: &Ruby) -> Result<RClass, Error> {
 /// The ID of `parse`, interned once.
 fn parse_id() -> rb_sys::ID {
     static ID: std::sync::OnceLock<rb_sys::ID> = std::sync::OnceLock::new();
-    *ID.get_or_init(|| unsafe { rb_sys::rb_intern(c"parse".as_ptr()) })
+    crate::helpers::ids::id(&ID, c"parse")
 }
 
 fn json_error(ruby: &Ruby, name: &str) -> Result<ExceptionClass, Error> {

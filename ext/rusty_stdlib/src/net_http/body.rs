@@ -14,10 +14,10 @@ use magnus::{
 use rb_sys::{ID, VALUE};
 use rusty_core::net_http::header::mentions_chunked;
 
-use super::ids::id;
 use super::keys::interned_key;
 use super::methods;
 use super::strings::exact_ascii_string;
+use crate::helpers::ids::id;
 
 static ID_INFLATER: OnceLock<ID> = OnceLock::new();
 static ID_CHUNKED_P: OnceLock<ID> = OnceLock::new();

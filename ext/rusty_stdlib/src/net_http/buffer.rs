@@ -12,9 +12,9 @@ use magnus::{
 use rusty_core::net_http::response;
 use std::sync::OnceLock;
 
-use super::ids::id;
 use super::keys;
 use super::methods;
+use crate::helpers::ids::id;
 
 use super::strings::{binary_index, is_exact, new_with_index};
 

@@ -13,8 +13,8 @@ use magnus::{
 };
 
 use super::buffer::{buffered_status, rbuf_consume, read_head_fields, BufferedStatus};
-use super::ids::id;
 use super::methods;
+use crate::helpers::ids::id;
 
 static ID_READ_STATUS_LINE: OnceLock<rb_sys::ID> = OnceLock::new();
 static ID_EACH_RESPONSE_HEADER: OnceLock<rb_sys::ID> = OnceLock::new();

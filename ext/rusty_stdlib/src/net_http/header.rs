@@ -10,10 +10,10 @@ use magnus::{
 };
 use rusty_core::net_http::header;
 
-use super::ids::id;
 use super::strings::{
     ascii_compatible, binary_index, exact_ascii_string, is_exact, new_with_index, usascii_index,
 };
+use crate::helpers::ids::id;
 use crate::helpers::raw::{class_of, encoding_index, str_bytes};
 use crate::helpers::replaced::Replaced;
 

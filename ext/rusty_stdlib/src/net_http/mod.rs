@@ -13,7 +13,6 @@ mod chunked;
 mod form;
 mod head;
 mod header;
-mod ids;
 mod keys;
 mod methods;
 mod request;

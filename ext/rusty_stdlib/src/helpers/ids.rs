@@ -1,4 +1,4 @@
-//! Method and instance variable IDs, interned once.
+//! Method, constant and instance variable IDs, interned once.
 
 use std::{ffi::CStr, sync::OnceLock};
 
