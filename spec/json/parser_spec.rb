@@ -347,6 +347,51 @@ RSpec.describe "RustyStdlib::JSON::Parser" do
       end
     end
 
+    # Where the gem parses a UTF-8 copy of a binary source, ours reads the caller's String
+    # in place, and makes the copy only when Ruby code is to run mid-parse (a warning):
+    # the String must come out as the gem leaves it, and that code must be free to change
+    # it (the gem locks only its copy).
+    it "leaves a binary source as the gem does, also to code that runs mid-parse" do
+      ["[\"\xc3\xa9\", 1.5]", "[1e400, \"x\"]", "{\"a\": x}", "{\"a\":1,\"a\":2}"].each do |text|
+        [nil, { symbolize_names: true }].each do |opts|
+          expect_parity(JSONParity::STDLIB, JSONParity::OURS) do |parser|
+            parse = lambda do |source|
+              JSONParity.observe do
+                JSONParity.with_parser(parser) { opts ? JSON.parse(source, **opts) : JSON.parse(source) }
+              end
+            end
+            source = text.b
+            frozen = text.b.freeze
+            [parse.call(source), source, source.encoding.name, source.frozen?, parse.call(frozen)]
+          end
+        end
+      end
+      # json 2.6 parses the caller's own String (re-tagged in place), unlocked, so code
+      # that changes it mid-parse leaves the gem reading a buffer that may be gone; ours
+      # locks it there. From 2.7 on the gem parses a copy.
+      next if Gem::Version.new(JSON::VERSION) < Gem::Version.new("2.7")
+
+      [nil, { symbolize_names: true }].each do |opts|
+        expect_parity(JSONParity::STDLIB, JSONParity::OURS) do |parser|
+          source = "[1e400, 12345678901234567890e400, 2]".b
+          verbose = $VERBOSE
+          err = $stderr
+          # The float range warning is written here, and the write appends to the source.
+          hook = Object.new
+          hook.define_singleton_method(:write) { |*parts| source << "!"; parts.sum(&:bytesize) }
+          $stderr = hook
+          $VERBOSE = true
+          value = JSONParity.observe do
+            JSONParity.with_parser(parser) { opts ? JSON.parse(source, **opts) : JSON.parse(source) }
+          end
+          [value, source, source.encoding.name]
+        ensure
+          $VERBOSE = verbose
+          $stderr = err
+        end
+      end
+    end
+
     it "converts other encodings to UTF-8 like the gem" do
       ['["\\u00e9é"]', "{\"é\":\"ü\"}"].each do |text|
         %w[UTF-16LE UTF-16BE UTF-32LE ISO-8859-1 Windows-1252 Shift_JIS EUC-JP].each do |enc|

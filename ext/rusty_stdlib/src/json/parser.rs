@@ -16,7 +16,7 @@ use rb_sys::VALUE;
 use rusty_core::json::{self as core, lines, Options, ParseError};
 
 use super::dialect::Dialect;
-use super::sink::{Flavour, RubySink};
+use super::sink::{Flavour, RubySink, Walked};
 use crate::helpers::error::c_error;
 
 const QNIL: VALUE = rb_sys::Qnil as VALUE;
@@ -318,8 +318,10 @@ impl ParserObject {
         let source = RString::from_value(unsafe { Value::from_raw(source) })
             .ok_or_else(|| uninitialized(ruby))?;
         let create_id = Some(rb_self.create_id.get()).filter(|_| settings.flavour.create_additions);
-        let result = parse_source(ruby, source, settings, create_id, false)?;
-        Ok(result.expect("only a plain parse gives up"))
+        match parse_source(ruby, source, settings, create_id, false, false)? {
+            Walked::Done(Some(result)) => Ok(unsafe { Value::from_raw(result) }),
+            _ => unreachable!("only a plain parse gives up, only a borrowed one needs a copy"),
+        }
     }
 }
 
@@ -361,11 +363,8 @@ pub fn parse_with(
     } else {
         None
     };
-    let source = convert_encoding(ruby, dialect, source.as_raw())?;
-    let source = RString::from_value(unsafe { Value::from_raw(source) }).expect("a String");
-    let result = parse_source(ruby, source, settings, create_id, false);
-    std::hint::black_box(source);
-    Ok(result?.expect("only a plain parse gives up"))
+    let result = convert_and_parse(ruby, dialect, source.as_raw(), settings, create_id, false)?;
+    Ok(result.expect("only a plain parse gives up"))
 }
 
 /// `JSON.parse(source)` without options, as `Parser.new(source).parse` but with no
@@ -378,21 +377,62 @@ pub fn try_parse(ruby: &Ruby, rb_self: Value, source: Value) -> Result<Value, Er
         return Ok(rb_self);
     }
     let dialect = Dialect::loaded(ruby)?;
-    let source = convert_encoding(ruby, dialect, source.as_raw())?;
-    let source = RString::from_value(unsafe { Value::from_raw(source) }).expect("a String");
-    let result = parse_source(ruby, source, Settings::new(dialect), None, true);
-    std::hint::black_box(source);
-    Ok(result?.unwrap_or(rb_self))
+    let result = convert_and_parse(
+        ruby,
+        dialect,
+        source.as_raw(),
+        Settings::new(dialect),
+        None,
+        true,
+    )?;
+    Ok(result.unwrap_or(rb_self))
 }
 
-/// Parses `source` (kept alive by the caller) with `settings`.
+/// The gem's `convert_encoding` and parse of the String `source`, for callers that do
+/// not keep the converted source. A binary source the gem would copy (to re-tag the
+/// copy UTF-8) is first read in place, and copied only where that parse must run Ruby
+/// code (see `RubySink::borrowed`).
+fn convert_and_parse(
+    ruby: &Ruby,
+    dialect: Dialect,
+    source: VALUE,
+    settings: Settings,
+    create_id: Option<VALUE>,
+    plain: bool,
+) -> Result<Option<Value>, Error> {
+    let value = |v: Option<VALUE>| v.map(|v| unsafe { Value::from_raw(v) });
+    let binary = unsafe { rb_sys::rb_enc_get(source) == rb_sys::rb_ascii8bit_encoding() };
+    let copied = !dialect.retags_binary_in_place()
+        || unsafe { rb_sys::rb_obj_frozen_p(source) != rb_sys::Qfalse as VALUE };
+    // A `json_create` would stop the borrowed walk at the first addition.
+    if binary && copied && create_id.is_none() {
+        let borrowed = RString::from_value(unsafe { Value::from_raw(source) }).expect("a String");
+        if let Walked::Done(result) =
+            parse_source(ruby, borrowed, settings, create_id, plain, true)?
+        {
+            return Ok(value(result));
+        }
+    }
+    let converted = convert_encoding(ruby, dialect, source)?;
+    let converted = RString::from_value(unsafe { Value::from_raw(converted) }).expect("a String");
+    let walked = parse_source(ruby, converted, settings, create_id, plain, false);
+    std::hint::black_box(converted);
+    match walked? {
+        Walked::Done(result) => Ok(value(result)),
+        Walked::NeedsCopy => unreachable!("only a borrowed source needs a copy"),
+    }
+}
+
+/// Parses `source` (kept alive by the caller) with `settings`; `borrowed` as in
+/// `RubySink::borrowed`.
 fn parse_source(
     ruby: &Ruby,
     source: RString,
     settings: Settings,
     create_id: Option<VALUE>,
     plain: bool,
-) -> Result<Option<Value>, Error> {
+    borrowed: bool,
+) -> Result<Walked, Error> {
     // Nothing can change the string while we read it: no Ruby code runs during the
     // walk except where the sink first locks the string (see RubySink::guard_source).
     let bytes: &[u8] = unsafe { source.as_slice() };
@@ -404,11 +444,13 @@ fn parse_source(
     }
     let mut sink = RubySink::new(ruby, source.as_raw(), settings.flavour, create_id)?;
     sink.plain = plain;
+    sink.borrowed = borrowed;
     let mut scratch = Vec::new();
     let outcome = core::parse(bytes, &options, &mut sink, &mut scratch);
     let result = match outcome {
-        Ok(()) => Ok(Some(sink.result())),
-        Err(_) if sink.gave_up => Ok(None),
+        Ok(()) => Ok(Walked::Done(Some(sink.result().as_raw()))),
+        Err(_) if sink.gave_up => Ok(Walked::Done(None)),
+        Err(_) if sink.needs_copy => Ok(Walked::NeedsCopy),
         Err(e) => Err(parse_error(ruby, settings.dialect, bytes, e)),
     };
     sink.finish();

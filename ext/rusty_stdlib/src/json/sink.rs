@@ -239,6 +239,14 @@ pub struct Flavour {
     pub create_additions: bool,
 }
 
+/// How a walk over one reading of the source ended.
+pub enum Walked {
+    /// Parsed (`None`: the plain parse gave up, see `RubySink::plain`).
+    Done(Option<VALUE>),
+    /// Stopped before running Ruby code on a borrowed source (see `RubySink::borrowed`).
+    NeedsCopy,
+}
+
 pub struct RubySink {
     /// Boxed so its address, which the registry holds, stays put; given back in `drop`.
     stack: std::mem::ManuallyDrop<Box<ValueStack>>,
@@ -261,6 +269,13 @@ pub struct RubySink {
     /// calling frame, the parse stops and `gave_up` is set, for the gem's way to redo it.
     pub plain: bool,
     pub gave_up: bool,
+    /// Set where `source` is the caller's own binary String, read as UTF-8 without the
+    /// copy the gem re-tags (`convert_encoding`): nothing may run Ruby code while the
+    /// walk reads it, as that code could see it locked (the gem locks only its copy).
+    /// Where Ruby code would run, the parse stops and `needs_copy` is set, for the
+    /// caller to redo it on the gem's copy; nothing observable has happened by then.
+    pub borrowed: bool,
+    pub needs_copy: bool,
     /// Whether Hashes are made without `rb_hash_bulk_insert` where they can be
     /// (`helpers::fresh_hash`): on Ruby 3.1, with String keys. Keys then push their
     /// hint on `stack.hints`.
@@ -358,6 +373,8 @@ impl RubySink {
             cstr: Vec::new(),
             plain: false,
             gave_up: false,
+            borrowed: false,
+            needs_copy: false,
             direct_hashes: !flavour.symbolize_names && fresh_hash::available(),
             check_duplicates: false,
         })
@@ -370,7 +387,7 @@ impl RubySink {
         let Some((create_id, json)) = self.additions else {
             return Ok(hash);
         };
-        self.guard_source();
+        self.guard_source()?;
         self.push(hash);
         let result = once("JSON.parse", "json_create", || {
             magnus::rb_sys::protect(|| unsafe { Self::json_create(hash, create_id, json) })
@@ -436,13 +453,26 @@ impl RubySink {
 
     /// Locks the source before Ruby code may run (a `json_create`, a warning hook).
     /// Already locked by someone else: Ruby code could then change it, as it could under
-    /// the gem's parser, so we go on.
-    fn guard_source(&mut self) {
+    /// the gem's parser, so we go on. A borrowed source is not ours to lock: the parse
+    /// stops there (see `borrowed`).
+    fn guard_source(&mut self) -> Result<(), Error> {
+        if self.borrowed {
+            self.needs_copy = true;
+            return Err(Self::stopped());
+        }
         if !self.locked {
             let source = self.source;
             self.locked =
                 magnus::rb_sys::protect(|| unsafe { rb_sys::rb_str_locktmp(source) }).is_ok();
         }
+        Ok(())
+    }
+
+    /// The error that stops a walk the caller redoes another way (`gave_up`,
+    /// `needs_copy`). Never raised, and it makes no Ruby object.
+    fn stopped() -> Error {
+        let ruby = unsafe { Ruby::get_unchecked() };
+        Error::new(ruby.exception_runtime_error(), "gave up")
     }
 
     fn with_cstr(&mut self, text: &[u8]) -> *const std::os::raw::c_char {
@@ -859,11 +889,9 @@ impl RubySink {
     fn ruby_float(&mut self, text: &[u8]) -> Result<f64, Error> {
         if self.plain && unsafe { truthy(*rb_sys::rb_ruby_verbose_ptr()) } {
             self.gave_up = true;
-            let ruby = unsafe { Ruby::get_unchecked() };
-            // Never raised: the caller sees `gave_up` (this makes no Ruby object).
-            return Err(Error::new(ruby.exception_runtime_error(), "gave up"));
+            return Err(Self::stopped());
         }
-        self.guard_source();
+        self.guard_source()?;
         let cstr = self.with_cstr(text) as usize;
         let mut out = 0f64;
         let out_ptr = &mut out as *mut f64 as usize;

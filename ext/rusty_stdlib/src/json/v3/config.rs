@@ -16,7 +16,7 @@ use rusty_core::json::v3::{self as core, Options};
 
 use super::error;
 use crate::helpers::hash::each_pair_quiet;
-use crate::json::sink::{Flavour, RubySink};
+use crate::json::sink::{Flavour, RubySink, Walked};
 
 const QNIL: VALUE = rb_sys::Qnil as VALUE;
 
@@ -315,24 +315,35 @@ pub fn try_parse(ruby: &Ruby, class: Value, source: Value) -> Result<Value, Erro
     Ok(parse(ruby, source, &settings, true)?.unwrap_or(class))
 }
 
-/// The gem's `convert_encoding`: `StringValue`, then UTF-8 as it is, binary re-tagged
-/// UTF-8 on a copy, anything else `encode`d to UTF-8.
-fn convert_encoding(ruby: &Ruby, source: Value) -> Result<RString, Error> {
+/// `StringValue(source)`, the first step of the gem's `convert_encoding`.
+fn string_value(source: Value) -> Result<RString, Error> {
     let mut raw = source.as_raw();
     if unsafe { !rb_sys::RB_TYPE_P(raw, ruby_value_type::RUBY_T_STRING) } {
         let slot = &mut raw as *mut VALUE as usize;
         raw = protect(|| unsafe { rb_sys::rb_string_value(slot as *mut VALUE) })?;
     }
+    Ok(RString::from_value(unsafe { Value::from_raw(raw) }).expect("a String"))
+}
+
+/// The rest of the gem's `convert_encoding`: UTF-8 as it is, binary re-tagged UTF-8 on a
+/// copy, anything else `encode`d to UTF-8. With `borrow`, a binary String is given as
+/// it is, without the copy, and `true` with it (see `RubySink::borrowed`).
+fn convert_encoding(ruby: &Ruby, source: RString, borrow: bool) -> Result<(RString, bool), Error> {
+    let raw = source.as_raw();
+    let string = |v: VALUE| RString::from_value(unsafe { Value::from_raw(v) }).expect("a String");
     let enc = unsafe { rb_sys::rb_enc_get_index(raw) };
     if enc == unsafe { rb_sys::rb_utf8_encindex() } {
-        return Ok(RString::from_value(unsafe { Value::from_raw(raw) }).expect("a String"));
+        return Ok((source, false));
     }
     if enc == unsafe { rb_sys::rb_ascii8bit_encindex() } {
+        if borrow {
+            return Ok((source, true));
+        }
         let copy = protect(|| unsafe {
             let copy = rb_sys::rb_str_dup(raw);
             rb_sys::rb_enc_associate_index(copy, rb_sys::rb_utf8_encindex())
         })?;
-        return Ok(RString::from_value(unsafe { Value::from_raw(copy) }).expect("a String"));
+        return Ok((string(copy), false));
     }
     let utf8: Value = ruby.class_encoding().const_get("UTF_8")?;
     let source = unsafe { Value::from_raw(raw) };
@@ -341,18 +352,36 @@ fn convert_encoding(ruby: &Ruby, source: Value) -> Result<RString, Error> {
         let slot = &mut encoded as *mut VALUE as usize;
         encoded = protect(|| unsafe { rb_sys::rb_string_value(slot as *mut VALUE) })?;
     }
-    Ok(RString::from_value(unsafe { Value::from_raw(encoded) }).expect("a String"))
+    Ok((string(encoded), false))
 }
 
 /// Parses `source` with `settings`; `None` when `plain` and the parse gave up (see
-/// [`try_parse`]).
+/// [`try_parse`]). A binary source is read in place; only a parse that would run Ruby
+/// code (a warning) is redone on the gem's UTF-8 copy.
 fn parse(
     ruby: &Ruby,
     source: Value,
     settings: &Settings,
     plain: bool,
 ) -> Result<Option<Value>, Error> {
-    let source = convert_encoding(ruby, source)?;
+    let source = string_value(source)?;
+    match walk(ruby, source, settings, plain, true)? {
+        Walked::Done(result) => Ok(result.map(|v| unsafe { Value::from_raw(v) })),
+        Walked::NeedsCopy => match walk(ruby, source, settings, plain, false)? {
+            Walked::Done(result) => Ok(result.map(|v| unsafe { Value::from_raw(v) })),
+            Walked::NeedsCopy => unreachable!("only a borrowed source needs a copy"),
+        },
+    }
+}
+
+fn walk(
+    ruby: &Ruby,
+    source: RString,
+    settings: &Settings,
+    plain: bool,
+    borrow: bool,
+) -> Result<Walked, Error> {
+    let (source, borrowed) = convert_encoding(ruby, source, borrow)?;
     // No Ruby code runs during the walk but where the sink locks the source first.
     let bytes: &[u8] = unsafe { source.as_slice() };
     let flavour = Flavour {
@@ -362,12 +391,14 @@ fn parse(
     };
     let mut sink = RubySink::new(ruby, source.as_raw(), flavour, None)?;
     sink.plain = plain;
+    sink.borrowed = borrowed;
     sink.check_duplicates = !settings.allow_duplicate_key;
     let mut scratch = Vec::new();
     let outcome = core::parse(bytes, &settings.options, &mut sink, &mut scratch);
     let result = match outcome {
-        Ok(()) => Ok(Some(sink.result())),
-        Err(_) if sink.gave_up => Ok(None),
+        Ok(()) => Ok(Walked::Done(Some(sink.result().as_raw()))),
+        Err(_) if sink.gave_up => Ok(Walked::Done(None)),
+        Err(_) if sink.needs_copy => Ok(Walked::NeedsCopy),
         // Made while the sink still holds (and marks) the keys a path names.
         Err(e) => Err(error::parse_error(ruby, &sink, bytes, e)),
     };
