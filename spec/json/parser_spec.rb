@@ -356,8 +356,10 @@ RSpec.describe "RustyStdlib::JSON::Parser" do
         [nil, { symbolize_names: true }].each do |opts|
           expect_parity(JSONParity::STDLIB, JSONParity::OURS) do |parser|
             parse = lambda do |source|
-              JSONParity.observe do
-                JSONParity.with_parser(parser) { opts ? JSON.parse(source, **opts) : JSON.parse(source) }
+              JSONParity.with_warnings_captured do
+                JSONParity.observe do
+                  JSONParity.with_parser(parser) { opts ? JSON.parse(source, **opts) : JSON.parse(source) }
+                end
               end
             end
             source = text.b
@@ -602,9 +604,15 @@ RSpec.describe "RustyStdlib::JSON::Parser" do
       end
     end
 
-    # On Ruby 3.1 Hashes of up to 8 pairs are filled without rb_hash_bulk_insert
-    # (ext/rusty_stdlib/src/helpers/fresh_hash.rs): each key's lookup hint, the order,
-    # duplicates and the pair count must be what Ruby itself would have made.
+    # On Ruby 3.1, 3.3 and 3.4 Hashes of up to 8 pairs are filled without
+    # rb_hash_bulk_insert (ext/rusty_stdlib/src/helpers/fresh_hash.rs): each key's lookup
+    # hint, the order, duplicates and the pair count must be what Ruby itself would have
+    # made.
+    it "fills new Hashes itself on the Rubies whose layout it knows" do
+      known = RUBY_VERSION.start_with?("3.1.", "3.3.", "3.4.")
+      expect(RustyStdlib::JSON.direct_hash_fill?).to be(known)
+    end
+
     it "builds Hashes that look up, compare, change and grow like the gem's" do
       random = Random.new(20_261_201)
       names = ["", "a", "b", "id", "é", "日本", "\\u0000", "\\n", "x" * 64, "y" * 65, "z" * 300, "\xff", "a\xffb", "k1", "k2"]

@@ -1,4 +1,5 @@
-//! Filling new Hashes of String keys without `rb_hash_bulk_insert`, on Ruby 3.1.
+//! Filling new Hashes of String keys without `rb_hash_bulk_insert`, on Ruby 3.1, 3.3
+//! and 3.4.
 //!
 //! `rb_hash_bulk_insert` hashes every key it inserts (SipHash over a String's bytes),
 //! looks it up among the pairs so far and calls the write barrier twice per pair: 29% of
@@ -13,21 +14,24 @@
 //!   ([`Shape`]): a copy of a template Hash (`rb_hash_dup` copies the st_table, stored
 //!   key hashes and bins included), whose values are then written in place.
 //!
-//! Either way the write barrier is told once for the whole Hash
-//! (`rb_gc_writebarrier_remember`, what Ruby's own bulk copies into an Array use).
+//! Either way the GC is told of the writes ([`Barrier`]): once for the whole Hash on Ruby
+//! 3.1 (`rb_gc_writebarrier_remember`, what Ruby's own bulk copies into an Array use),
+//! once per object written on 3.3 and 3.4, which do not export that call.
 //!
-//! Only on Ruby 3.1, whose layouts `hash_layout` describes and checks; elsewhere this
-//! stays off and callers use `rb_hash_bulk_insert`.
+//! Only where `hash_layout` describes and checks the layouts, and where Hashes filled
+//! here then behave as Ruby's own under Ruby's lookups ([`fills_read_back`], once);
+//! elsewhere this stays off and callers use `rb_hash_bulk_insert`.
 
 use std::{ffi::c_void, sync::OnceLock};
 
 use rb_sys::VALUE;
 
 use super::hash::new_with_capacity;
-pub use super::hash_layout::{key_hint, MAX_PAIRS};
 use super::hash_layout::{
-    matches, st_table, RHash, BOUND_SHIFT, SIZE_AND_BOUND_MASK, SIZE_SHIFT, ST_TABLE_FLAG,
+    ar_table_mut, matches, st_table, walkable, BOUND_SHIFT, EMBEDDED_TABLES, SIZE_AND_BOUND_MASK,
+    SIZE_SHIFT, ST_TABLE_FLAG,
 };
+pub use super::hash_layout::{key_hint, MAX_PAIRS};
 
 /// The pair counts of Hashes copied from templates (see [`Shape`]): those Ruby keeps in an
 /// st_table, up to a bound on what a template holds.
@@ -36,27 +40,66 @@ pub const MAX_SHAPE_PAIRS: usize = 64;
 
 type Remember = unsafe extern "C" fn(VALUE);
 
-/// `rb_gc_writebarrier_remember` (exported by Ruby 3.1, not in its public headers), when
-/// this Ruby is 3.1 and its Hashes have `hash_layout`'s layouts; looked up once.
-static REMEMBER: OnceLock<Option<Remember>> = OnceLock::new();
+/// How the GC learns of the objects written into a Hash here (a generational GC must
+/// hear of an old Hash pointing to a young object, an incremental mark of a marked Hash
+/// pointing to an unmarked one).
+#[derive(Clone, Copy)]
+enum Barrier {
+    /// `rb_gc_writebarrier_remember` (exported by Ruby 3.1, not in its public headers):
+    /// once for the whole Hash.
+    Remember(Remember),
+    /// `rb_gc_writebarrier` for each object written, as `rb_hash_bulk_insert` calls it
+    /// (Ruby 3.3 and 3.4 export no `remember`): a few instructions each for a new Hash,
+    /// unless an incremental mark is under way.
+    EachObject,
+}
 
-fn remember() -> Option<Remember> {
-    *REMEMBER.get_or_init(|| {
-        if !(30100..30200).contains(&rb_sys::RUBY_API_VERSION_CODE) {
-            return None;
+impl Barrier {
+    /// Tells the GC that `hash` now holds `written` (which may hold immediates).
+    ///
+    /// # Safety
+    /// `hash` is a live Hash and `written` what was just stored into it.
+    #[inline(always)]
+    unsafe fn written(self, hash: VALUE, written: impl Iterator<Item = VALUE>) {
+        match self {
+            Barrier::Remember(remember) => remember(hash),
+            Barrier::EachObject => {
+                for v in written {
+                    if !rb_sys::SPECIAL_CONST_P(v) {
+                        rb_sys::rb_gc_writebarrier(hash, v);
+                    }
+                }
+            }
         }
-        let f = unsafe { libc::dlsym(libc::RTLD_DEFAULT, c"rb_gc_writebarrier_remember".as_ptr()) };
-        // SAFETY: Ruby 3.1's signature, `void (VALUE)`.
-        let remember =
-            (!f.is_null()).then(|| unsafe { std::mem::transmute::<*mut c_void, Remember>(f) })?;
-        matches().then_some(remember)
+    }
+}
+
+/// This Ruby's [`Barrier`], where its Hashes have `hash_layout`'s layouts and fills made
+/// here check out; looked up and checked once.
+static BARRIER: OnceLock<Option<Barrier>> = OnceLock::new();
+
+fn barrier() -> Option<Barrier> {
+    *BARRIER.get_or_init(|| {
+        let barrier = if (30100..30200).contains(&rb_sys::RUBY_API_VERSION_CODE) {
+            let f =
+                unsafe { libc::dlsym(libc::RTLD_DEFAULT, c"rb_gc_writebarrier_remember".as_ptr()) };
+            // SAFETY: Ruby 3.1's signature, `void (VALUE)`.
+            let remember = (!f.is_null())
+                .then(|| unsafe { std::mem::transmute::<*mut c_void, Remember>(f) })?;
+            matches().then_some(Barrier::Remember(remember))?
+        } else if EMBEDDED_TABLES {
+            walkable().then_some(Barrier::EachObject)?
+        } else {
+            return None;
+        };
+        unsafe { fills_read_back(barrier) }.then_some(barrier)
     })
 }
 
 /// Whether [`new_filled`] and [`Shape`] can be used in this Ruby. The first call checks
 /// the layouts (it makes Hashes).
 pub fn available() -> bool {
-    remember().is_some()
+    barrier().is_some()
 }
 
 /// A new Hash of `pairs` (key, value, key, value…: at most [`MAX_PAIRS`] pairs) whose
@@ -68,32 +111,38 @@ pub fn available() -> bool {
 /// [`available`] is true; every key is a frozen, interned String (so equal keys are the
 /// same object) and every value a live object kept reachable by the caller; `pairs` does
 /// not alias Ruby memory that allocating the Hash could move.
+#[inline]
 pub unsafe fn new_filled(pairs: &[VALUE], hints: &[u8]) -> Result<VALUE, VALUE> {
-    let remember = remember().expect("checked by available()");
+    fill(barrier().expect("checked by available()"), pairs, hints)
+}
+
+/// [`new_filled`] with the barrier given.
+unsafe fn fill(barrier: Barrier, pairs: &[VALUE], hints: &[u8]) -> Result<VALUE, VALUE> {
     let count = pairs.len() / 2;
     debug_assert!(count <= MAX_PAIRS && hints.len() == count);
     let hash = new_with_capacity(count);
-    let raw = &mut *(hash as *mut RHash);
-    if raw.flags & ST_TABLE_FLAG != 0 || raw.table.is_null() {
+    let flags = &mut (*(hash as *mut rb_sys::RBasic)).flags;
+    if *flags & ST_TABLE_FLAG != 0 {
         return Err(hash);
     }
-    let table = &mut *raw.table;
+    let Some((table_hints, table)) = ar_table_mut(hash) else {
+        return Err(hash);
+    };
     let mut used = 0;
     for (pair, &hint) in pairs.chunks_exact(2).zip(hints) {
         match table[..used].iter_mut().find(|p| p[0] == pair[0]) {
             Some(earlier) => earlier[1] = pair[1],
             None => {
                 table[used] = [pair[0], pair[1]];
-                raw.hints[used] = hint;
+                table_hints[used] = hint;
                 used += 1;
             }
         }
     }
     let size_and_bound = ((used as VALUE) << BOUND_SHIFT) | ((used as VALUE) << SIZE_SHIFT);
-    raw.flags = (raw.flags & !SIZE_AND_BOUND_MASK) | size_and_bound;
-    // No GC ran since the Hash was made (nothing allocated); this tells an incremental
-    // mark in progress, or the remembered set, about everything written above at once.
-    remember(hash);
+    *flags = (*flags & !SIZE_AND_BOUND_MASK) | size_and_bound;
+    // No GC ran since the Hash was made (nothing allocated since).
+    barrier.written(hash, table[..used].iter().flatten().copied());
     Ok(hash)
 }
 
@@ -138,15 +187,102 @@ impl Shape {
     ///
     /// # Safety
     /// As for [`new_filled`], and `pairs` fits the template.
+    #[inline]
     pub unsafe fn new_filled(self, pairs: &[VALUE]) -> Option<VALUE> {
-        let remember = remember().expect("checked by available()");
+        self.fill(barrier().expect("checked by available()"), pairs)
+    }
+
+    /// [`Shape::new_filled`] with the barrier given.
+    unsafe fn fill(self, barrier: Barrier, pairs: &[VALUE]) -> Option<VALUE> {
         let hash = rb_sys::rb_hash_dup(self.0);
         let table = st_table(hash).filter(|t| t.num_entries == pairs.len() / 2)?;
         let entries = std::slice::from_raw_parts_mut(table.entries, table.num_entries);
         for (entry, pair) in entries.iter_mut().zip(pairs.chunks_exact(2)) {
             entry[2] = pair[1];
         }
-        remember(hash);
+        // The keys were in the template already (Ruby's copy told the GC of them).
+        barrier.written(hash, pairs.iter().skip(1).step_by(2).copied());
         Some(hash)
     }
+}
+
+/// Whether Hashes filled here with `barrier` behave as Ruby's own: Ruby's lookups find
+/// every key (by its hint in an ar_table, its stored hash in an st_table), a repeated
+/// key keeps one place, `[]=` of a present key replaces its value rather than adding a
+/// pair, and iteration gives the pairs in order.
+unsafe fn fills_read_back(barrier: Barrier) -> bool {
+    let fixnum = |i: usize| ((i as VALUE) << 1) | 1;
+    // Everything made here stays reachable from `keep` (on the stack) while the rest is
+    // allocated.
+    let keep = rb_sys::rb_ary_new();
+    let utf8 = rb_sys::rb_utf8_encoding();
+    let keys: Vec<VALUE> = (0..MIN_SHAPE_PAIRS + 2)
+        .map(|i| {
+            let name = format!("rusty_stdlib fresh_hash fill {i}");
+            let key = rb_sys::rb_enc_interned_str(name.as_ptr() as *const _, name.len() as _, utf8);
+            rb_sys::rb_ary_push(keep, key);
+            key
+        })
+        .collect();
+    let behaves = |hash: VALUE, expected: &[(VALUE, VALUE)]| {
+        unsafe extern "C" fn collect(key: VALUE, value: VALUE, arg: VALUE) -> std::os::raw::c_int {
+            (*(arg as *mut Vec<(VALUE, VALUE)>)).push((key, value));
+            rb_sys::st_retval::ST_CONTINUE as _
+        }
+        let mut walked: Vec<(VALUE, VALUE)> = Vec::new();
+        rb_sys::rb_hash_foreach(hash, Some(collect), &mut walked as *mut _ as VALUE);
+        let found = expected
+            .iter()
+            .all(|&(k, v)| rb_sys::rb_hash_lookup2(hash, k, rb_sys::Qundef as VALUE) == v);
+        let (last_key, _) = *expected.last().expect("pairs");
+        rb_sys::rb_hash_aset(hash, last_key, fixnum(99));
+        found
+            && walked == expected
+            && rb_sys::rb_hash_size_num(hash) as usize == expected.len()
+            && rb_sys::rb_hash_lookup2(hash, last_key, rb_sys::Qundef as VALUE) == fixnum(99)
+    };
+    // An ar_table Hash, a key repeated.
+    let pairs = [keys[0], fixnum(1), keys[1], fixnum(2), keys[0], fixnum(3)];
+    let hints = [key_hint(keys[0]), key_hint(keys[1]), key_hint(keys[0])];
+    let ar_ok = match fill(barrier, &pairs, &hints) {
+        Ok(hash) => {
+            rb_sys::rb_ary_push(keep, hash);
+            behaves(hash, &[(keys[0], fixnum(3)), (keys[1], fixnum(2))])
+        }
+        Err(_) => false,
+    };
+    // An st_table Hash from a template of one Ruby filled.
+    let count = MIN_SHAPE_PAIRS + 2;
+    let mut pairs: Vec<VALUE> = keys
+        .iter()
+        .enumerate()
+        .flat_map(|(i, &k)| [k, fixnum(i)])
+        .collect();
+    let model = new_with_capacity(count);
+    rb_sys::rb_ary_push(keep, model);
+    rb_sys::rb_hash_bulk_insert(pairs.len() as _, pairs.as_ptr(), model);
+    let st_ok = match Shape::of(model, count) {
+        Some(shape) => {
+            rb_sys::rb_ary_push(keep, shape.0);
+            for (i, value) in pairs.iter_mut().skip(1).step_by(2).enumerate() {
+                *value = fixnum(100 + i);
+            }
+            match shape
+                .fits(&pairs)
+                .then(|| shape.fill(barrier, &pairs))
+                .flatten()
+            {
+                Some(hash) => {
+                    rb_sys::rb_ary_push(keep, hash);
+                    let expected: Vec<(VALUE, VALUE)> =
+                        pairs.chunks_exact(2).map(|p| (p[0], p[1])).collect();
+                    behaves(hash, &expected)
+                }
+                None => false,
+            }
+        }
+        None => false,
+    };
+    std::hint::black_box(keep);
+    ar_ok && st_ok
 }

@@ -10,8 +10,8 @@
 //! the first call of [`matches`] reads Hashes that Ruby filled back through them; if
 //! anything differs, [`matches`] is false and callers use Ruby's own functions. Ruby 3.3
 //! and 3.4 keep the same ar_table (hints first) and st_table, but inside the object, after
-//! `flags`, `klass` and `ifnone`: there only [`Pairs`] reads them, once [`walkable`] has
-//! checked the layout the same way.
+//! `flags`, `klass` and `ifnone`; [`walkable`] checks that layout the same way, for
+//! [`Pairs`] and for `fresh_hash` (which checks its own fills too).
 
 use std::{ffi::c_void, sync::OnceLock};
 
@@ -36,17 +36,38 @@ pub struct RHash {
 /// Whether this build's Ruby (3.3, 3.4) embeds a Hash's table in the object (Ruby 3.1
 /// points to it from [`RHash::table`]). The extension is built per Ruby ABI, so this is
 /// fixed; [`walkable`] still checks the layout at run time before any walk.
-const EMBEDDED_TABLES: bool =
+pub const EMBEDDED_TABLES: bool =
     rb_sys::RUBY_API_VERSION_CODE >= 30300 && rb_sys::RUBY_API_VERSION_CODE < 30500;
 
 /// Where Ruby 3.3's embedded table starts: after `struct RHash` (flags, klass, ifnone).
 const EMBEDDED_TABLE_OFFSET: usize = 3 * std::mem::size_of::<VALUE>();
 
-/// Ruby 3.3's `ar_table`: the hints (not read here; they place the pairs), then the pairs.
+/// Ruby 3.3's `ar_table`: the hints (the low byte of each key's hash, which lookups
+/// compare first), then the pairs.
 #[repr(C)]
 struct EmbeddedAr {
-    _hints: [u8; MAX_PAIRS],
+    hints: [u8; MAX_PAIRS],
     pairs: [[VALUE; 2]; MAX_PAIRS],
+}
+
+/// The hints and pairs of `hash`'s ar_table (in ar mode), to fill; `None` for a Ruby 3.1
+/// Hash with no table.
+///
+/// # Safety
+/// `hash` is a live Hash in ar mode, of a Ruby whose layout [`matches`] (3.1) or is
+/// [`walkable`] (3.3, 3.4).
+#[inline(always)]
+pub unsafe fn ar_table_mut<'a>(
+    hash: VALUE,
+) -> Option<(&'a mut [u8; MAX_PAIRS], &'a mut [[VALUE; 2]; MAX_PAIRS])> {
+    if EMBEDDED_TABLES {
+        let ar = &mut *((hash as usize + EMBEDDED_TABLE_OFFSET) as *mut EmbeddedAr);
+        Some((&mut ar.hints, &mut ar.pairs))
+    } else {
+        let raw = &mut *(hash as *mut RHash);
+        let pairs = raw.table.as_mut()?;
+        Some((&mut raw.hints, pairs))
+    }
 }
 
 /// The ar_table pairs of `hash` (in ar mode); null for a Ruby 3.1 Hash with no table.
@@ -155,11 +176,11 @@ unsafe fn st_layout_matches(utf8: *mut rb_sys::rb_encoding) -> bool {
 /// The st_table of `hash` when it is in st mode with its entries from index 0 and none
 /// deleted (as a Hash filled once is).
 pub unsafe fn st_table<'a>(hash: VALUE) -> Option<&'a mut StTable> {
-    let raw = &*(hash as *const RHash);
-    if raw.flags & ST_TABLE_FLAG == 0 || raw.table.is_null() {
+    let flags = (*(hash as *const rb_sys::RBasic)).flags;
+    if flags & ST_TABLE_FLAG == 0 {
         return None;
     }
-    let table = &mut *(raw.table as *mut StTable);
+    let table = &mut *(st_of(hash) as *mut StTable).as_mut()?;
     (table.entries_start == 0 && table.num_entries == table.entries_bound).then_some(table)
 }
 

@@ -55,6 +55,12 @@ fn define(ruby: &Ruby, root: RModule) -> Result<(), Error> {
         "direct_hash_walk?",
         function!(crate::helpers::hash_layout::walkable, 0),
     )?;
+    // Whether the parser fills new Hashes itself on this Ruby (3.1, 3.3, 3.4) rather than
+    // through rb_hash_bulk_insert (helpers::fresh_hash): the same kind of property.
+    module.define_module_function(
+        "direct_hash_fill?",
+        function!(crate::helpers::fresh_hash::available, 0),
+    )?;
     let tape = module.define_class("Tape", ruby.class_object())?;
     tape.define_singleton_method("new", function!(tape::TapeObject::new, 1))?;
     tape.define_method(

@@ -277,7 +277,7 @@ pub struct RubySink {
     pub borrowed: bool,
     pub needs_copy: bool,
     /// Whether Hashes are made without `rb_hash_bulk_insert` where they can be
-    /// (`helpers::fresh_hash`): on Ruby 3.1, with String keys. Keys then push their
+    /// (`helpers::fresh_hash`): on Ruby 3.1, 3.3 and 3.4, with String keys. Keys then push their
     /// hint on `stack.hints`.
     direct_hashes: bool,
     /// json 3's walk only: whether a Hash whose keys repeat is reported (its default,
