@@ -137,6 +137,18 @@ module JSONParity
     $stderr = saved
   end
 
+  # Runs the block with $VERBOSE true and $stderr set to `io`, both put back after.
+  def self.verbosely_to(io)
+    verbose = $VERBOSE
+    err = $stderr
+    $stderr = io
+    $VERBOSE = true
+    yield
+  ensure
+    $VERBOSE = verbose
+    $stderr = err
+  end
+
   # A warning raised by Ruby code that the parse calls (decimal_class's) names the
   # innermost Ruby frame: with json 3, each Parser#parse is Ruby, in the gem's
   # json/ext.rb and in our parser_v3.rb. That one frame is the same for both here.

@@ -376,20 +376,15 @@ RSpec.describe "RustyStdlib::JSON::Parser" do
       [nil, { symbolize_names: true }].each do |opts|
         expect_parity(JSONParity::STDLIB, JSONParity::OURS) do |parser|
           source = "[1e400, 12345678901234567890e400, 2]".b
-          verbose = $VERBOSE
-          err = $stderr
           # The float range warning is written here, and the write appends to the source.
           hook = Object.new
           hook.define_singleton_method(:write) { |*parts| source << "!"; parts.sum(&:bytesize) }
-          $stderr = hook
-          $VERBOSE = true
-          value = JSONParity.observe do
-            JSONParity.with_parser(parser) { opts ? JSON.parse(source, **opts) : JSON.parse(source) }
+          value = JSONParity.verbosely_to(hook) do
+            JSONParity.observe do
+              JSONParity.with_parser(parser) { opts ? JSON.parse(source, **opts) : JSON.parse(source) }
+            end
           end
           [value, source, source.encoding.name]
-        ensure
-          $VERBOSE = verbose
-          $stderr = err
         end
       end
     end
@@ -582,15 +577,9 @@ RSpec.describe "RustyStdlib::JSON::Parser" do
     it "prints Ruby's float range warnings under -w like the gem" do
       src = "[1e400, 1e-400, 1.5]"
       expect_parity(JSONParity::STDLIB, JSONParity::OURS) do |parser|
-        verbose = $VERBOSE
-        err = $stderr
-        $stderr = StringIO.new
-        $VERBOSE = true
-        value = JSONParity.observe { parser.new(src).parse }
-        [value, $stderr.string.gsub(/^.*?: warning: /, "")]
-      ensure
-        $VERBOSE = verbose
-        $stderr = err
+        err = StringIO.new
+        value = JSONParity.verbosely_to(err) { JSONParity.observe { parser.new(src).parse } }
+        [value, err.string.gsub(/^.*?: warning: /, "")]
       end
     end
   end
