@@ -352,16 +352,15 @@ RSpec.describe "RustyStdlib::JSON::Parser" do
     # the String must come out as the gem leaves it, and that code must be free to change
     # it (the gem locks only its copy).
     it "leaves a binary source as the gem does, also to code that runs mid-parse" do
+      json_parse = lambda do |parser, source, opts|
+        JSONParity.observe do
+          JSONParity.with_parser(parser) { opts ? JSON.parse(source, **opts) : JSON.parse(source) }
+        end
+      end
       ["[\"\xc3\xa9\", 1.5]", "[1e400, \"x\"]", "{\"a\": x}", "{\"a\":1,\"a\":2}"].each do |text|
         [nil, { symbolize_names: true }].each do |opts|
           expect_parity(JSONParity::STDLIB, JSONParity::OURS) do |parser|
-            parse = lambda do |source|
-              JSONParity.with_warnings_captured do
-                JSONParity.observe do
-                  JSONParity.with_parser(parser) { opts ? JSON.parse(source, **opts) : JSON.parse(source) }
-                end
-              end
-            end
+            parse = ->(source) { JSONParity.with_warnings_captured { json_parse.call(parser, source, opts) } }
             source = text.b
             frozen = text.b.freeze
             [parse.call(source), source, source.encoding.name, source.frozen?, parse.call(frozen)]
@@ -379,11 +378,7 @@ RSpec.describe "RustyStdlib::JSON::Parser" do
           # The float range warning is written here, and the write appends to the source.
           hook = Object.new
           hook.define_singleton_method(:write) { |*parts| source << "!"; parts.sum(&:bytesize) }
-          value = JSONParity.verbosely_to(hook) do
-            JSONParity.observe do
-              JSONParity.with_parser(parser) { opts ? JSON.parse(source, **opts) : JSON.parse(source) }
-            end
-          end
+          value = JSONParity.verbosely_to(hook) { json_parse.call(parser, source, opts) }
           [value, source, source.encoding.name]
         end
       end

@@ -180,7 +180,7 @@ pub unsafe fn st_table<'a>(hash: VALUE) -> Option<&'a mut StTable> {
     if flags & ST_TABLE_FLAG == 0 {
         return None;
     }
-    let table = &mut *(st_of(hash) as *mut StTable).as_mut()?;
+    let table = (st_of(hash) as *mut StTable).as_mut()?;
     (table.entries_start == 0 && table.num_entries == table.entries_bound).then_some(table)
 }
 

@@ -16,7 +16,7 @@ use rb_sys::VALUE;
 use rusty_core::json::{self as core, lines, Options, ParseError};
 
 use super::dialect::Dialect;
-use super::sink::{Flavour, RubySink, Walked};
+use super::sink::{walk_borrowing, Flavour, RubySink, Walked};
 use crate::helpers::error::c_error;
 
 const QNIL: VALUE = rb_sys::Qnil as VALUE;
@@ -400,27 +400,23 @@ fn convert_and_parse(
     create_id: Option<VALUE>,
     plain: bool,
 ) -> Result<Option<Value>, Error> {
-    let value = |v: Option<VALUE>| v.map(|v| unsafe { Value::from_raw(v) });
     let binary = unsafe { rb_sys::rb_enc_get(source) == rb_sys::rb_ascii8bit_encoding() };
     let copied = !dialect.retags_binary_in_place()
         || unsafe { rb_sys::rb_obj_frozen_p(source) != rb_sys::Qfalse as VALUE };
     // A `json_create` would stop the borrowed walk at the first addition.
-    if binary && copied && create_id.is_none() {
-        let borrowed = RString::from_value(unsafe { Value::from_raw(source) }).expect("a String");
-        if let Walked::Done(result) =
-            parse_source(ruby, borrowed, settings, create_id, plain, true)?
-        {
-            return Ok(value(result));
+    let borrow = binary && copied && create_id.is_none();
+    walk_borrowing(borrow, |borrowed| {
+        if borrowed {
+            let source = RString::from_value(unsafe { Value::from_raw(source) }).expect("a String");
+            return parse_source(ruby, source, settings, create_id, plain, true);
         }
-    }
-    let converted = convert_encoding(ruby, dialect, source)?;
-    let converted = RString::from_value(unsafe { Value::from_raw(converted) }).expect("a String");
-    let walked = parse_source(ruby, converted, settings, create_id, plain, false);
-    std::hint::black_box(converted);
-    match walked? {
-        Walked::Done(result) => Ok(value(result)),
-        Walked::NeedsCopy => unreachable!("only a borrowed source needs a copy"),
-    }
+        let converted = convert_encoding(ruby, dialect, source)?;
+        let converted =
+            RString::from_value(unsafe { Value::from_raw(converted) }).expect("a String");
+        let walked = parse_source(ruby, converted, settings, create_id, plain, false);
+        std::hint::black_box(converted);
+        walked
+    })
 }
 
 /// Parses `source` (kept alive by the caller) with `settings`; `borrowed` as in

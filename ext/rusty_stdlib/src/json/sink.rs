@@ -247,6 +247,28 @@ pub enum Walked {
     NeedsCopy,
 }
 
+/// A parse of the caller's source: `walk(true)` reads it in place where `borrow` (see
+/// `RubySink::borrowed`), and `walk(false)` reads the gem's converted copy where it was
+/// not borrowed or that first walk stopped for one. The value, or `None` where a plain
+/// parse gave up.
+pub fn walk_borrowing(
+    borrow: bool,
+    mut walk: impl FnMut(bool) -> Result<Walked, Error>,
+) -> Result<Option<Value>, Error> {
+    let walked = if borrow {
+        match walk(true)? {
+            Walked::NeedsCopy => walk(false)?,
+            done => done,
+        }
+    } else {
+        walk(false)?
+    };
+    match walked {
+        Walked::Done(result) => Ok(result.map(|v| unsafe { Value::from_raw(v) })),
+        Walked::NeedsCopy => unreachable!("only a borrowed source needs a copy"),
+    }
+}
+
 pub struct RubySink {
     /// Boxed so its address, which the registry holds, stays put; given back in `drop`.
     stack: std::mem::ManuallyDrop<Box<ValueStack>>,

@@ -16,7 +16,7 @@ use rusty_core::json::v3::{self as core, Options};
 
 use super::error;
 use crate::helpers::hash::each_pair_quiet;
-use crate::json::sink::{Flavour, RubySink, Walked};
+use crate::json::sink::{walk_borrowing, Flavour, RubySink, Walked};
 
 const QNIL: VALUE = rb_sys::Qnil as VALUE;
 
@@ -365,13 +365,7 @@ fn parse(
     plain: bool,
 ) -> Result<Option<Value>, Error> {
     let source = string_value(source)?;
-    match walk(ruby, source, settings, plain, true)? {
-        Walked::Done(result) => Ok(result.map(|v| unsafe { Value::from_raw(v) })),
-        Walked::NeedsCopy => match walk(ruby, source, settings, plain, false)? {
-            Walked::Done(result) => Ok(result.map(|v| unsafe { Value::from_raw(v) })),
-            Walked::NeedsCopy => unreachable!("only a borrowed source needs a copy"),
-        },
-    }
+    walk_borrowing(true, |borrow| walk(ruby, source, settings, plain, borrow))
 }
 
 fn walk(
