@@ -631,6 +631,40 @@ RSpec.describe "RustyStdlib::JSON::Parser" do
       end
     end
 
+    # Arrays of up to 16 elements are filled without rb_ary_new_from_values
+    # (ext/rusty_stdlib/src/helpers/fresh_array.rs): embedded in the object or in a heap
+    # buffer (on 3.1 from 4 elements on), their length where Ruby keeps it.
+    it "fills new Arrays itself on the Rubies whose layout it knows" do
+      known = RUBY_VERSION.start_with?("3.1.", "3.3.", "3.4.")
+      expect(RustyStdlib::JSON.direct_array_fill?).to be(known)
+    end
+
+    it "builds Arrays that read, change and grow like the gem's" do
+      random = Random.new(20_261_207)
+      leaves = ['"s"', "\"long string #{'x' * 40}\"", "1", "-2.5", "null", "true", "[]", "{}", '{"k":[1]}', "[[1,2],[3]]"]
+      sources = (0..20).flat_map do |len|
+        Array.new(4) { "[" + Array.new(len) { leaves.sample(random: random) }.join(",") + "]" }
+      end
+      sources.each do |source|
+        gem_ary = JSONParity::STDLIB.new(source).parse
+        ours = JSONParity::OURS.new(source).parse
+        expect(ours).to eq(gem_ary), -> { "#{source}: #{ours.inspect}" }
+        expect(ours.size).to eq(gem_ary.size)
+        expect(ours.each_with_index.map { |v, i| [i, v] }).to eq(gem_ary.each_with_index.map { |v, i| [i, v] })
+        [ours, gem_ary].each do |a|
+          a << "pushed"
+          a.unshift(0)
+          a.insert(a.size / 2, :middle)
+          a.concat(Array.new(20) { |i| i })
+          a.pop(3)
+          a.shift
+        end
+        expect(ours).to eq(gem_ary)
+        expect(ours.dup).to eq(gem_ary)
+        expect(ours.hash).to eq(gem_ary.hash)
+      end
+    end
+
     # Hashes of more than 8 pairs whose keys came before are copies of a template
     # (fresh_hash::Shape): each must hold its own values and stay independent.
     it "builds Hashes of keys seen before that stay apart and behave like the gem's" do

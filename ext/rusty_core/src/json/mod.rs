@@ -34,7 +34,7 @@ pub use generate::{
 };
 pub use number::{parse_float_fast, parse_int_fast, Decimal};
 pub use parser::{parse, Options, ParseError, Sink};
-pub use string::{scan_string, unescape, StringScan, UnescapeError};
+pub use string::{same_bytes, scan_string, unescape, StringScan, UnescapeError};
 
 /// C line numbers json 2.6.1's `parser.c` prints in its messages.
 pub mod lines {

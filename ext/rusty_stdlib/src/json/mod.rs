@@ -61,6 +61,12 @@ fn define(ruby: &Ruby, root: RModule) -> Result<(), Error> {
         "direct_hash_fill?",
         function!(crate::helpers::fresh_hash::available, 0),
     )?;
+    // Whether the parser writes the elements of new Arrays (up to 16) itself
+    // (helpers::fresh_array) rather than through rb_ary_new_from_values: the same kind.
+    module.define_module_function(
+        "direct_array_fill?",
+        function!(crate::helpers::fresh_array::available, 0),
+    )?;
     let tape = module.define_class("Tape", ruby.class_object())?;
     tape.define_singleton_method("new", function!(tape::TapeObject::new, 1))?;
     tape.define_method(

@@ -10,11 +10,11 @@ use std::cell::UnsafeCell;
 
 use magnus::{rb_sys::FromRawValue, Error, Ruby, Value};
 use rb_sys::VALUE;
-use rusty_core::json::{parse_float_fast, Decimal, Sink};
+use rusty_core::json::{parse_float_fast, same_bytes, Decimal, Sink};
 
-use crate::helpers::fresh_hash;
 use crate::helpers::raw::set_encoding_index;
 use crate::helpers::reentry::once;
+use crate::helpers::{fresh_array, fresh_hash};
 
 /// Slots of the [`KeyCache`] (a power of two): enough that the few hundred distinct keys
 /// of a large document rarely evict each other.
@@ -542,7 +542,7 @@ impl RubySink {
                     let ptr = rb_sys::RSTRING_PTR(slot.string) as *const u8;
                     std::slice::from_raw_parts(ptr, rb_sys::RSTRING_LEN(slot.string) as usize)
                 };
-                if cached == bytes {
+                if same_bytes(cached, bytes) {
                     let (v, hint) = (slot.value, slot.hint);
                     self.push_key(v, hint);
                     return Ok(());
@@ -704,8 +704,7 @@ impl Sink for RubySink {
         let values = self.values();
         let start = unsafe { (*values).len() } - len;
         // The elements stay on the marked stack while the array is allocated.
-        let ary =
-            unsafe { rb_sys::rb_ary_new_from_values(len as _, (*values).as_ptr().add(start)) };
+        let ary = unsafe { fresh_array::new_array(&(&*values)[start..]) };
         unsafe { (*values).truncate(start) };
         let ary = self.frozen_if_asked(ary);
         self.push(ary);
