@@ -208,6 +208,11 @@ RSpec.describe "RustyStdlib::JSON::Generator" do
       expect_gen_parity { JSON::State.new(space_before: :x) }
       expect_gen_parity { JSON::State.new(1) }
       expect_gen_parity { JSON::State.new({}, 1) }
+      # Options are applied in the Hash's order, up to the first one of the wrong type.
+      expect_gen_parity { |g| s = g::State.new; [(s.configure(indent: "x", space: 1) rescue $!.class), s.indent, s.space] }
+      expect_gen_parity { |g| s = g::State.new; [(s.configure(space: "y", buffer_initial_length: "x", indent: "z") rescue $!.message), s.space, s.indent] }
+      expect_gen_parity { |g| [g::State.new(script_safe: true, escape_slash: false).generate(["/"]), g::State.new(escape_slash: false, script_safe: true).generate(["/"])] }
+      expect_gen_parity { |g| g::State.new("indent" => "x", indent: "  ", unknown: 1).indent }
       overflow = lambda do
         JSON.fast_generate(a)
       rescue SystemStackError => e

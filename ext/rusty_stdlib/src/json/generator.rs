@@ -308,8 +308,10 @@ impl State {
             protect(|| unsafe { rb_sys::rb_funcallv(hash, key_p, 1, &key) })
                 .map(|v| v != rb_sys::Qnil as VALUE && v != rb_sys::Qfalse as VALUE)
         };
-        let mut cfg = state.config.borrow().clone();
-        // Looked up in the gem's order.
+        // Each option is stored as soon as it is read, in the gem's order, as its C does:
+        // one of the wrong type raises with the earlier ones kept. (No borrow is held
+        // while `aref` and `key?` run, which may run Ruby code that reads this State.)
+        let set = |change: &dyn Fn(&mut Config)| change(&mut state.config.borrow_mut());
         for (key, layout) in [
             (k.indent, Layout::Indent),
             (k.space, Layout::Space),
@@ -319,33 +321,36 @@ impl State {
         ] {
             let v = aref(key)?;
             if v.to_bool() {
-                *cfg.layout_mut(layout) = Some(layout_bytes(v)?);
+                let bytes = layout_bytes(v)?;
+                set(&|cfg| *cfg.layout_mut(layout) = Some(bytes.clone()));
             }
         }
-        cfg.max_nesting = 100;
+        set(&|cfg| cfg.max_nesting = 100);
         if given(k.max_nesting)? {
             let v = aref(k.max_nesting)?;
-            cfg.max_nesting = if v.to_bool() { fixnum(v)? } else { 0 };
+            let max = if v.to_bool() { fixnum(v)? } else { 0 };
+            set(&|cfg| cfg.max_nesting = max);
         }
-        let mut depth = 0;
+        state.depth.set(0);
         if given(k.depth)? {
             let v = aref(k.depth)?;
-            depth = if v.to_bool() { fixnum(v)? } else { 0 };
+            state.depth.set(if v.to_bool() { fixnum(v)? } else { 0 });
         }
         if given(k.buffer_initial_length)? {
             let v = aref(k.buffer_initial_length)?;
             if v.to_bool() {
                 let n = fixnum(v)?;
                 if n > 0 {
-                    cfg.buffer_initial_length = n;
+                    set(&|cfg| cfg.buffer_initial_length = n);
                 }
             }
         }
-        cfg.allow_nan = aref(k.allow_nan)?.to_bool();
-        cfg.ascii_only = aref(k.ascii_only)?.to_bool();
-        cfg.escape_slash = aref(k.escape_slash)?.to_bool();
-        *state.config.borrow_mut() = cfg;
-        state.depth.set(depth);
+        let allow_nan = aref(k.allow_nan)?.to_bool();
+        set(&|cfg| cfg.allow_nan = allow_nan);
+        let ascii_only = aref(k.ascii_only)?.to_bool();
+        set(&|cfg| cfg.ascii_only = ascii_only);
+        let escape_slash = aref(k.escape_slash)?.to_bool();
+        set(&|cfg| cfg.escape_slash = escape_slash);
         Ok(rb_self)
     }
 
@@ -758,7 +763,7 @@ fn partial_generate(ruby: &Ruby, state_value: Value, obj: Value) -> Result<RStri
 fn push_indent(out: &mut Vec<u8>, indent: &Option<LayoutBytes>, depth: i64) {
     if let Some(indent) = indent {
         for _ in 0..depth {
-            out.extend_from_slice(indent);
+            core::push_bytes(out, indent);
         }
     }
 }
@@ -1139,7 +1144,7 @@ impl Gen<'_> {
         let depth = state.depth.get() - 1;
         state.depth.set(depth);
         if let Some(nl) = &self.cfg.object_nl {
-            self.out.extend_from_slice(nl);
+            core::push_bytes(&mut self.out, nl);
             push_indent(&mut self.out, &self.cfg.indent, depth);
         }
         self.out.push(b'}');
@@ -1166,7 +1171,7 @@ impl Gen<'_> {
         }
         if self.object_layout {
             if let Some(nl) = &self.cfg.object_nl {
-                self.out.extend_from_slice(nl);
+                core::push_bytes(&mut self.out, nl);
             }
             push_indent(&mut self.out, &self.cfg.indent, depth);
         }
@@ -1271,7 +1276,7 @@ impl Gen<'_> {
             return Ok(());
         }
         if let Some(nl) = &self.cfg.array_nl {
-            self.out.extend_from_slice(nl);
+            core::push_bytes(&mut self.out, nl);
         }
         let mut i = 0;
         // Length and element are read afresh each time: a #to_json may change the Array.
@@ -1288,7 +1293,7 @@ impl Gen<'_> {
         let depth = depth - 1;
         state.depth.set(depth);
         if let Some(nl) = &self.cfg.array_nl {
-            self.out.extend_from_slice(nl);
+            core::push_bytes(&mut self.out, nl);
             push_indent(&mut self.out, &self.cfg.indent, depth);
         }
         self.out.push(b']');
