@@ -6,9 +6,13 @@
 //! `State.generate(obj, opts, io)` that json 2.9's `JSON.generate` and `JSON.dump` call.
 
 use magnus::{
-    prelude::*, r_hash::ForEach, rb_sys::AsRawValue, Error, RClass, RHash, RString, Ruby, Value,
+    prelude::*,
+    rb_sys::{AsRawValue, FromRawValue},
+    Error, RClass, RHash, RString, Ruby, Value,
 };
-use rb_sys::ruby_value_type;
+use rb_sys::{ruby_value_type, VALUE};
+
+use crate::helpers::hash::each_pair_quiet;
 
 use super::{check_type, fixnum, get_state, partial_generate, Config, Gen, Layout, State};
 
@@ -62,8 +66,41 @@ fn long_config(v: Value) -> i64 {
 /// tenth of `JSON.pretty_generate` of a small document.)
 pub fn configure(state: &State, opts: RHash) -> Result<(), Error> {
     let k = crate::json::option_keys::generator_keys();
-    opts.foreach(|key: Value, val: Value| {
-        let key = key.as_raw();
+    let known = [
+        k.indent,
+        k.space,
+        k.space_before,
+        k.object_nl,
+        k.array_nl,
+        k.max_nesting,
+        k.allow_nan,
+        k.ascii_only,
+        k.depth,
+        k.buffer_initial_length,
+        k.script_safe,
+        k.escape_slash,
+        k.strict,
+    ];
+    // The pairs of known keys are gathered first, by a walk that may not raise, and then
+    // applied (a value of the wrong type raises there). Through `RHash::foreach`, its
+    // `protect` and a call per pair, a small pretty State's options took about 1,000
+    // instructions. A Hash holds each key once: at most `known.len()` pairs.
+    let mut pairs = [(0 as VALUE, 0 as VALUE); 13];
+    let mut count = 0;
+    // SAFETY: `opts` is a live Hash; the walk only reads and compares.
+    let walked: Result<(), ()> = unsafe {
+        each_pair_quiet(opts.as_raw(), |key, val| {
+            if known.contains(&key) {
+                pairs[count] = (key, val);
+                count += 1;
+            }
+            Ok(())
+        })
+    };
+    debug_assert!(walked.is_ok());
+    // The values stay reachable from `opts`, which no Ruby code runs to change below.
+    for &(key, val) in &pairs[..count] {
+        let val = unsafe { Value::from_raw(val) };
         let mut cfg = state.config.borrow_mut();
         if key == k.indent {
             set_layout(&mut cfg, Layout::Indent, val)?;
@@ -95,8 +132,8 @@ pub fn configure(state: &State, opts: RHash) -> Result<(), Error> {
         } else if key == k.strict {
             cfg.strict = val.to_bool();
         }
-        Ok(ForEach::Continue)
-    })
+    }
+    Ok(())
 }
 
 /// `State#_configure(opts)` (private; `opts` already a Hash).
