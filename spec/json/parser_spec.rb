@@ -591,10 +591,12 @@ RSpec.describe "RustyStdlib::JSON::Parser" do
     # On Ruby 3.1, 3.3 and 3.4 Hashes of up to 8 pairs are filled without
     # rb_hash_bulk_insert (ext/rusty_stdlib/src/helpers/fresh_hash.rs): each key's lookup
     # hint, the order, duplicates and the pair count must be what Ruby itself would have
-    # made.
-    it "fills new Hashes itself on the Rubies whose layout it knows" do
+    # made. Arrays of up to 16 elements are filled without rb_ary_new_from_values
+    # (helpers/fresh_array.rs): embedded in the object or in a heap buffer (on 3.1 from 4
+    # elements on), their length where Ruby keeps it.
+    it "fills new Hashes and Arrays itself on the Rubies whose layouts it knows" do
       known = RUBY_VERSION.start_with?("3.1.", "3.3.", "3.4.")
-      expect(RustyStdlib::JSON.direct_hash_fill?).to be(known)
+      expect([RustyStdlib::JSON.direct_hash_fill?, RustyStdlib::JSON.direct_array_fill?]).to eq([known, known])
     end
 
     it "builds Hashes that look up, compare, change and grow like the gem's" do
@@ -629,14 +631,6 @@ RSpec.describe "RustyStdlib::JSON::Parser" do
           expect(ours.compare_by_identity.size).to eq(ours.size)
         end
       end
-    end
-
-    # Arrays of up to 16 elements are filled without rb_ary_new_from_values
-    # (ext/rusty_stdlib/src/helpers/fresh_array.rs): embedded in the object or in a heap
-    # buffer (on 3.1 from 4 elements on), their length where Ruby keeps it.
-    it "fills new Arrays itself on the Rubies whose layout it knows" do
-      known = RUBY_VERSION.start_with?("3.1.", "3.3.", "3.4.")
-      expect(RustyStdlib::JSON.direct_array_fill?).to be(known)
     end
 
     it "builds Arrays that read, change and grow like the gem's" do
