@@ -52,6 +52,15 @@ RSpec.describe "RustyStdlib::JSON::V3 (json 3's generator)" do
         gen([f], strict: true, as_json: ->(o, _k) { o })
       end
     end
+
+    # Ours finds fpconv's digits its own way (rusty_core json/v3/fpconv.rs): any double
+    # whose digits or layout came out otherwise would show here.
+    it "writes json 3's text for seeded random doubles" do
+      rng = Random.new(20_261_206)
+      doubles = Array.new(4000) { rng.bytes(8).unpack1("E") }.select(&:finite?)
+      decimals = Array.new(4000) { rng.rand(10**rng.rand(1..17)) / (10.0**rng.rand(0..20)) }
+      gen(doubles + decimals + decimals.map(&:-@) + decimals.map { |d| d * 1e-300 })
+    end
   end
 
   describe "options" do

@@ -239,8 +239,12 @@ fn round_digit(digits: &mut [u8], n: usize, delta: u64, mut rem: u64, kappa: u64
     }
 }
 
+/// Room for the digits (Grisu2 finds at most 17 or 18) and the padding that lets
+/// [`write_f64`] copy them in fixed-size pieces.
+const DIGITS: usize = 40;
+
 /// The digits of `w` (between `lower` and `upper`), and `k` adjusted by where they end.
-fn generate_digits(w: Fp, upper: Fp, lower: Fp, digits: &mut [u8; 18], k: &mut i32) -> usize {
+fn generate_digits(w: Fp, upper: Fp, lower: Fp, digits: &mut [u8; DIGITS], k: &mut i32) -> usize {
     let wfrac = upper.frac.wrapping_sub(w.frac);
     let delta = upper.frac.wrapping_sub(lower.frac);
     let shift = (-upper.exp) as u32;
@@ -249,96 +253,155 @@ fn generate_digits(w: Fp, upper: Fp, lower: Fp, digits: &mut [u8; 18], k: &mut i
     // part has 1 to 10 digits.
     let part1 = (upper.frac >> shift) as u32;
     let part2 = upper.frac & (one - 1);
-    let mut n = 0;
     // fpconv divides by 10^9 down to 10^0, counting `kappa` down from 10, and stops at
     // the first digit whose remainder is within `delta`. Its leading zeros cannot stop it
     // (the remainder is then all of `upper`, above `delta`), so this starts at the first
-    // digit, and finds the digits by constant divisions.
+    // digit.
     let len = decimal_len(part1);
-    let mut kappa = len as i32;
-    let mut integral = [0u8; 10];
-    let mut rest = part1;
-    for digit in integral[..len].iter_mut().rev() {
-        *digit = (rest % 10) as u8;
-        rest /= 10;
-    }
     if delta < one {
         // The common case (a double needing more digits than the integral part has):
         // the test below, `(rest << shift) + part2 <= delta`, can only hold where the
         // rest is 0, i.e. after the last non-zero digit, and then only if part2 <= delta.
         // So the digits are found without testing each one.
-        for (slot, &digit) in digits.iter_mut().zip(&integral[..len]) {
-            *slot = digit + b'0';
-        }
         if part2 > delta {
-            return fraction_digits(part2, delta, shift, wfrac, digits, len, k);
+            return fraction_digits(part1, len, part2, delta, shift, wfrac, digits, k);
         }
-        let n = len
-            - integral[..len]
-                .iter()
-                .rev()
-                .take_while(|&&d| d == 0)
-                .count();
-        *k += (len - n) as i32;
-        round_digit(
-            digits,
-            n,
-            delta,
-            part2,
-            TENS[19 - (len - n)] << shift,
-            wfrac,
-        );
+        write_padded(part1 as u64, &mut digits[..len]);
+        let zeros = digits[..len]
+            .iter()
+            .rev()
+            .take_while(|&&d| d == b'0')
+            .count();
+        let n = len - zeros;
+        *k += zeros as i32;
+        round_digit(digits, n, delta, part2, TENS[19 - zeros] << shift, wfrac);
         return n;
     }
+    let mut integral = [0u8; 10];
+    write_padded(part1 as u64, &mut integral[..len]);
+    let mut kappa = len as i32;
     let mut rest = part1 as u64;
     for (i, &digit) in integral[..len].iter().enumerate() {
         let div = TENS[20 - len + i];
-        digits[n] = digit + b'0';
-        n += 1;
-        rest -= digit as u64 * div;
+        digits[i] = digit;
+        rest -= (digit - b'0') as u64 * div;
         kappa -= 1;
         let tmp = (rest << shift).wrapping_add(part2);
         if tmp <= delta {
             *k += kappa;
-            round_digit(digits, n, delta, tmp, div << shift, wfrac);
-            return n;
+            round_digit(digits, i + 1, delta, tmp, div << shift, wfrac);
+            return i + 1;
         }
     }
-    fraction_digits(part2, delta, shift, wfrac, digits, n, k)
+    // Not reached: with `delta` at least `one`, the last integral digit's remainder,
+    // `part2`, is within it.
+    unreachable!("fpconv: the integral digits of a double did not end")
 }
 
-/// `generate_digits` past the integral part's `n` digits: the digits of `part2`, the
-/// fraction (below `1 << shift`), until the remainder is within `delta`.
+/// `generate_digits` when the digits go past the integral part (`part1`, of `len`
+/// digits) into the fraction, `part2` (below `1 << shift`, and above `delta`).
+///
+/// fpconv finds the fraction's digits one by one, multiplying `part2` and `delta` by ten
+/// and stopping at the first digit `j` where `(part2 * 10^j) mod 2^shift < delta * 10^j`.
+/// That remainder over 10^j is how far `part2` is from its first `j` digits, which only
+/// shrinks as `j` grows: once the test holds it holds for every later `j`. So the `j` is
+/// found here directly, down from the last one it can be ([`last_stop`]), and the `j`
+/// digits come from one product. (Every product here fits: `part2` and `delta` are below
+/// 2^60, and `delta * 10^j` below 10 * 2^shift up to the last stop.)
+#[allow(clippy::too_many_arguments)]
 fn fraction_digits(
-    mut part2: u64,
-    mut delta: u64,
+    part1: u32,
+    len: usize,
+    part2: u64,
+    delta: u64,
     shift: u32,
     wfrac: u64,
-    digits: &mut [u8; 18],
-    mut n: usize,
+    digits: &mut [u8; DIGITS],
     k: &mut i32,
 ) -> usize {
-    let one = 1u64 << shift;
-    let mut kappa = 0;
-    let mut unit = 18; // TENS[18] == 10
-    loop {
-        part2 = part2.wrapping_mul(10);
-        delta = delta.wrapping_mul(10);
-        kappa -= 1;
-        let digit = part2 >> shift;
-        // fpconv skips leading zeros here; there are none: the integral part (at least
-        // 1, `upper` being normalized) gave the first digit.
-        debug_assert!(n != 0);
-        digits[n] = digit as u8 + b'0';
-        n += 1;
-        part2 &= one - 1;
-        if part2 < delta {
-            *k += kappa;
-            round_digit(digits, n, delta, part2, one, wfrac.wrapping_mul(TENS[unit]));
-            return n;
-        }
-        unit -= 1;
+    let mask = (1u64 << shift) - 1;
+    let ten_to = |j: usize| TENS[19 - j];
+    // The remainder mod 2^shift of a product is that of the product mod 2^64.
+    let stops = |j: usize| part2.wrapping_mul(ten_to(j)) & mask < delta * ten_to(j);
+    let mut j = last_stop(delta, shift);
+    while j > 1 && stops(j - 1) {
+        j -= 1;
     }
+    let scaled = part2 as u128 * ten_to(j) as u128;
+    let fraction = (scaled >> shift) as u64;
+    let n = len + j;
+    if n <= 19 {
+        // All the digits as one number (below 10^19), written at once.
+        write_padded(part1 as u64 * ten_to(j) + fraction, &mut digits[..n]);
+    } else {
+        write_padded(part1 as u64, &mut digits[..len]);
+        write_padded(fraction, &mut digits[len..n]);
+    }
+    *k -= j as i32;
+    round_digit(
+        digits,
+        n,
+        delta * ten_to(j),
+        scaled as u64 & mask,
+        1u64 << shift,
+        wfrac.wrapping_mul(ten_to(j)),
+    );
+    n
+}
+
+/// The first `j` (at least 1) with `delta * 10^j >= 2^shift` (`delta` at least 1 and
+/// below 2^shift): from there on every fraction digit stops fpconv's loop.
+#[inline(always)]
+fn last_stop(delta: u64, shift: u32) -> usize {
+    // 2^shift / delta is above 2^(bits - 1) and at most 2^bits, so `j` is one of the two
+    // after floor((bits - 1) * log10(2)) (78913 / 2^18 gives that floor for every
+    // `bits` to 64).
+    let bits = shift - (63 - delta.leading_zeros());
+    let j = (((bits as usize - 1) * 78913) >> 18) + 1;
+    if delta * TENS[19 - j] >= 1u64 << shift {
+        j
+    } else {
+        j + 1
+    }
+}
+
+/// The two digits of each number below 100.
+const PAIRS: &[u8; 200] = b"\
+0001020304050607080910111213141516171819\
+2021222324252627282930313233343536373839\
+4041424344454647484950515253545556575859\
+6061626364656667686970717273747576777879\
+8081828384858687888990919293949596979899";
+
+/// `v` (below 10^out.len()) as exactly `out.len()` digits, leading zeros and all: eight
+/// at a time in 32-bit arithmetic, then by pairs.
+#[inline(always)]
+fn write_padded(mut v: u64, out: &mut [u8]) {
+    let mut end = out.len();
+    while end >= 8 {
+        let eight = (v % 100_000_000) as u32;
+        v /= 100_000_000;
+        write_pair(eight / 1_000_000, &mut out[end - 8..end - 6]);
+        write_pair(eight / 10_000 % 100, &mut out[end - 6..end - 4]);
+        write_pair(eight / 100 % 100, &mut out[end - 4..end - 2]);
+        write_pair(eight % 100, &mut out[end - 2..end]);
+        end -= 8;
+    }
+    let mut v = v as u32;
+    while end >= 2 {
+        write_pair(v % 100, &mut out[end - 2..end]);
+        v /= 100;
+        end -= 2;
+    }
+    if end == 1 {
+        out[0] = v as u8 + b'0';
+    }
+}
+
+#[inline(always)]
+fn write_pair(v: u32, out: &mut [u8]) {
+    let at = v as usize * 2;
+    out.copy_from_slice(&PAIRS[at..at + 2]);
 }
 
 /// How many decimal digits `x` (not 0) has.
@@ -352,7 +415,7 @@ fn decimal_len(x: u32) -> usize {
 
 /// Grisu2: the digits of positive, finite, non-zero `d` and the power of ten `K` of the
 /// last one (`d ~= digits * 10^K`).
-fn grisu2(d: f64, digits: &mut [u8; 18]) -> (usize, i32) {
+fn grisu2(d: f64, digits: &mut [u8; DIGITS]) -> (usize, i32) {
     let mut w = build_fp(d);
     let (lower, upper) = normalized_boundaries(w);
     normalize(&mut w);
@@ -367,30 +430,60 @@ fn grisu2(d: f64, digits: &mut [u8; 18]) -> (usize, i32) {
     (n, big_k)
 }
 
-/// json's layout of `digits * 10^k` (fpconv's `emit_digits` as json modified it).
-fn emit_digits(digits: &[u8], k: i32, negative: bool, out: &mut Vec<u8>) {
-    let n = digits.len() as i32;
-    let exp = (k + n - 1).abs();
+/// The longest text [`write_f64`] writes, and the most it writes past that in
+/// fixed-size pieces: room it reserves in `out` first.
+const TEXT_ROOM: usize = 64;
+
+/// json's layout of `digits[..n] * 10^k` (fpconv's `emit_digits` as json modified it),
+/// written at `dst`, which has [`TEXT_ROOM`] bytes of room; returns how many it wrote.
+/// The digits are copied 20 bytes at a time (at most 18 are digits, `digits` is padded
+/// to allow it), and runs of zeros 16 at a time.
+///
+/// # Safety
+/// `dst` must be valid for writing [`TEXT_ROOM`] bytes.
+unsafe fn emit_digits(
+    digits: &[u8; DIGITS],
+    n: usize,
+    k: i32,
+    negative: bool,
+    dst: *mut u8,
+) -> usize {
+    use std::ptr::{copy_nonoverlapping as copy, write_bytes};
+    let exp = (k + n as i32 - 1).abs();
+    let src = digits.as_ptr();
     if k >= 0 && exp < 15 {
-        out.extend_from_slice(digits);
-        out.extend(std::iter::repeat_n(b'0', k as usize));
-        out.extend_from_slice(b".0");
-        return;
+        // `n + k` is at most 15.
+        let k = k as usize;
+        copy(src, dst, 20);
+        write_bytes(dst.add(n), b'0', 16);
+        copy(b".0".as_ptr(), dst.add(n + k), 2);
+        return n + k + 2;
     }
     if k < 0 && (k > -7 || exp < 10) {
-        let offset = n - k.abs();
+        let offset = n as i32 + k;
         if offset <= 0 {
-            out.extend_from_slice(b"0.");
-            out.extend(std::iter::repeat_n(b'0', (-offset) as usize));
-            out.extend_from_slice(digits);
-        } else {
-            out.extend_from_slice(&digits[..offset as usize]);
-            out.push(b'.');
-            out.extend_from_slice(&digits[offset as usize..]);
+            // Fewer than 9 zeros after the point (k > -7, or k + n - 1 > -10).
+            let zeros = (-offset) as usize;
+            copy(b"0.".as_ptr(), dst, 2);
+            write_bytes(dst.add(2), b'0', 16);
+            copy(src, dst.add(2 + zeros), 20);
+            return 2 + zeros + n;
         }
-        return;
+        let offset = offset as usize;
+        copy(src, dst, 20);
+        *dst.add(offset) = b'.';
+        copy(src.add(offset), dst.add(offset + 1), 20);
+        return n + 1;
     }
-    let n = n.min(18 - negative as i32) as usize;
+    let mut text = Vec::with_capacity(32);
+    scientific(&digits[..n], k, exp, negative, &mut text);
+    copy(text.as_ptr(), dst, text.len());
+    text.len()
+}
+
+/// [`emit_digits`]' `1.5e+300` layout (json limits the digits after the first).
+fn scientific(digits: &[u8], k: i32, mut exp: i32, negative: bool, out: &mut Vec<u8>) {
+    let n = digits.len().min(18 - negative as usize);
     out.push(digits[0]);
     if n > 1 {
         out.push(b'.');
@@ -398,7 +491,6 @@ fn emit_digits(digits: &[u8], k: i32, negative: bool, out: &mut Vec<u8>) {
     }
     out.push(b'e');
     out.push(if k + n as i32 - 1 < 0 { b'-' } else { b'+' });
-    let mut exp = exp;
     let mut cent = 0;
     if exp > 99 {
         cent = exp / 100;
@@ -418,16 +510,27 @@ fn emit_digits(digits: &[u8], k: i32, negative: bool, out: &mut Vec<u8>) {
 /// Appends finite `d` as json 3's generator writes it (`fpconv_dtoa`).
 pub fn write_f64(d: f64, out: &mut Vec<u8>) {
     let negative = d.to_bits() & SIGN_MASK != 0;
-    if negative {
-        out.push(b'-');
+    out.reserve(TEXT_ROOM);
+    let start = out.len();
+    // SAFETY: `reserve` made TEXT_ROOM bytes of room after `start`; the sign takes one,
+    // and emit_digits writes at most TEXT_ROOM - 1 (its longest text is 28 bytes, its
+    // fixed-size pieces reach 39), all of it initialized before set_len counts it.
+    unsafe {
+        let mut dst = out.as_mut_ptr().add(start);
+        if negative {
+            *dst = b'-';
+            dst = dst.add(1);
+        }
+        let written = if d == 0.0 {
+            std::ptr::copy_nonoverlapping(b"0.0".as_ptr(), dst, 3);
+            3
+        } else {
+            let mut digits = [0u8; DIGITS];
+            let (n, k) = grisu2(d.abs(), &mut digits);
+            emit_digits(&digits, n, k, negative, dst)
+        };
+        out.set_len(start + negative as usize + written);
     }
-    if d == 0.0 {
-        out.extend_from_slice(b"0.0");
-        return;
-    }
-    let mut digits = [0u8; 18];
-    let (n, k) = grisu2(d.abs(), &mut digits);
-    emit_digits(&digits[..n], k, negative, out);
 }
 
 #[cfg(test)]
@@ -469,15 +572,22 @@ mod tests {
         }
     }
 
-    /// fpconv's `generate_digits` as written in C (a division by each power of ten from
-    /// 10^9 down) up to the fraction: ours must find the same digits and exponent.
-    fn reference_digits(w: Fp, upper: Fp, lower: Fp, digits: &mut [u8; 18], k: &mut i32) -> usize {
+    /// fpconv's `generate_digits` as written in C: a division by each power of ten from
+    /// 10^9 down, then one fraction digit at a time. Ours must find the same digits and
+    /// exponent.
+    fn reference_digits(
+        w: Fp,
+        upper: Fp,
+        lower: Fp,
+        digits: &mut [u8; DIGITS],
+        k: &mut i32,
+    ) -> usize {
         let wfrac = upper.frac.wrapping_sub(w.frac);
-        let delta = upper.frac.wrapping_sub(lower.frac);
+        let mut delta = upper.frac.wrapping_sub(lower.frac);
         let shift = (-upper.exp) as u32;
         let one = 1u64 << shift;
         let mut part1 = upper.frac >> shift;
-        let part2 = upper.frac & (one - 1);
+        let mut part2 = upper.frac & (one - 1);
         let (mut n, mut kappa) = (0, 10);
         for &div in &TENS[10..] {
             let digit = part1 / div;
@@ -494,7 +604,88 @@ mod tests {
                 return n;
             }
         }
-        fraction_digits(part2, delta, shift, wfrac, digits, n, k)
+        let mut unit = 18; // TENS[18] == 10
+        loop {
+            part2 = part2.wrapping_mul(10);
+            delta = delta.wrapping_mul(10);
+            kappa -= 1;
+            let digit = part2 >> shift;
+            if digit != 0 || n != 0 {
+                digits[n] = digit as u8 + b'0';
+                n += 1;
+            }
+            part2 &= one - 1;
+            if part2 < delta {
+                *k += kappa;
+                round_digit(digits, n, delta, part2, one, wfrac.wrapping_mul(TENS[unit]));
+                return n;
+            }
+            unit -= 1;
+        }
+    }
+
+    /// fpconv's `emit_digits` as json modified it, one byte at a time.
+    fn reference_emit(digits: &[u8], k: i32, negative: bool, out: &mut Vec<u8>) {
+        let n = digits.len() as i32;
+        let exp = (k + n - 1).abs();
+        if k >= 0 && exp < 15 {
+            out.extend_from_slice(digits);
+            out.extend(std::iter::repeat_n(b'0', k as usize));
+            out.extend_from_slice(b".0");
+        } else if k < 0 && (k > -7 || exp < 10) {
+            let offset = n - k.abs();
+            if offset <= 0 {
+                out.extend_from_slice(b"0.");
+                out.extend(std::iter::repeat_n(b'0', (-offset) as usize));
+                out.extend_from_slice(digits);
+            } else {
+                out.extend_from_slice(&digits[..offset as usize]);
+                out.push(b'.');
+                out.extend_from_slice(&digits[offset as usize..]);
+            }
+        } else {
+            scientific(digits, k, exp, negative, out);
+        }
+    }
+
+    /// `d`'s text by the reference digits and layout.
+    fn reference_text(d: f64) -> String {
+        let negative = d.is_sign_negative();
+        let mut out = if negative { b"-".to_vec() } else { Vec::new() };
+        if d == 0.0 {
+            out.extend_from_slice(b"0.0");
+        } else {
+            let a = d.abs();
+            let mut w = build_fp(a);
+            let (lower, upper) = normalized_boundaries(w);
+            normalize(&mut w);
+            let (cached, k) = cached_power(upper.exp);
+            let (w, mut upper, mut lower) = (
+                multiply(w, cached),
+                multiply(upper, cached),
+                multiply(lower, cached),
+            );
+            lower.frac += 1;
+            upper.frac -= 1;
+            let mut digits = [0u8; DIGITS];
+            let mut big_k = -k;
+            let n = reference_digits(w, upper, lower, &mut digits, &mut big_k);
+            reference_emit(&digits[..n], big_k, negative, &mut out);
+        }
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn finds_the_last_stop() {
+        for shift in 32..=60u32 {
+            for bits in 0..shift {
+                for delta in [1u64 << bits, (1u64 << bits) + 1, (2u64 << bits) - 1] {
+                    let brute =
+                        (1..20).find(|&j| delta as u128 * TENS[19 - j] as u128 >= 1u128 << shift);
+                    assert_eq!(Some(last_stop(delta, shift)), brute, "{delta} {shift}");
+                }
+            }
+        }
     }
 
     /// A seeded stream of pseudo-random numbers.
@@ -562,7 +753,7 @@ mod tests {
         );
         lower.frac += 1;
         upper.frac -= 1;
-        let (mut ours, mut theirs) = ([0u8; 18], [0u8; 18]);
+        let (mut ours, mut theirs) = ([0u8; DIGITS], [0u8; DIGITS]);
         let (mut ours_k, mut theirs_k) = (-k, -k);
         let n = generate_digits(w, upper, lower, &mut ours, &mut ours_k);
         let m = reference_digits(w, upper, lower, &mut theirs, &mut theirs_k);
@@ -603,6 +794,12 @@ mod tests {
         {
             let (ours, theirs) = both_digits(d);
             assert_eq!(ours, theirs, "{d:e}");
+            for d in [d, -d] {
+                // After other text, as a document writes it.
+                let mut out = b"[1,".to_vec();
+                write_f64(d, &mut out);
+                assert_eq!(&out[3..], reference_text(d).as_bytes(), "{d:e}");
+            }
         }
     }
 }
