@@ -782,6 +782,14 @@ mod tests {
             .map(|_| f64::from_bits(next() & !SIGN_MASK))
             .filter(|d| d.is_finite())
             .collect();
+        // Full-precision doubles of every size a document's numbers have, across the
+        // sizes where json's layouts change (1e-7 to 1e16).
+        let sized: Vec<f64> = (0..300_000)
+            .map(|_| {
+                let unit = f64::from_bits((next() >> 12) | 0x3FF0_0000_0000_0000) - 1.0;
+                unit * 10f64.powi((next() % 30) as i32 - 10)
+            })
+            .collect();
         // And decimal-looking ones, like a document's: a random integer over a power of ten.
         let decimal: Vec<f64> = (0..300_000)
             .map(|_| (next() % 100_000_000_000) as f64 / 10f64.powi((next() % 12) as i32))
@@ -789,6 +797,7 @@ mod tests {
         for d in specials
             .into_iter()
             .chain(random)
+            .chain(sized)
             .chain(decimal)
             .filter(|d| *d != 0.0)
         {
