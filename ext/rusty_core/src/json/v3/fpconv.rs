@@ -203,30 +203,58 @@ fn multiply(a: Fp, b: Fp) -> Fp {
 }
 
 /// The cached power that brings `exp` into [EXP_MIN, EXP_MAX], and its decimal exponent.
+#[inline(always)]
 fn cached_power(exp: i32) -> (Fp, i32) {
+    let idx = match POWER_INDEX.get(exp.wrapping_sub(INDEXED_EXP_MIN) as usize) {
+        Some(&idx) => idx as usize,
+        None => search_power(exp),
+    };
+    let (frac, power_exp) = POWERS[idx];
+    (
+        Fp {
+            frac,
+            exp: power_exp,
+        },
+        FIRST_POWER + idx as i32 * STEP_POWERS,
+    )
+}
+
+/// fpconv's search for the cached power of `exp`: from an estimate by log10(2), up or
+/// down to the first power that brings `exp` into range. (Where two powers would, the
+/// estimate decides which, so this is the search itself, not any power in range.)
+const fn search_power(exp: i32) -> usize {
     const ONE_LOG_TEN: f64 = 0.301_029_995_663_981_14;
     let approx = (-((exp + POWERS.len() as i32) as f64) * ONE_LOG_TEN) as i32;
     let mut idx = (approx - FIRST_POWER) / STEP_POWERS;
     loop {
-        let (frac, power_exp) = POWERS[idx as usize];
-        let current = exp + power_exp + 64;
+        let current = exp + POWERS[idx as usize].1 + 64;
         if current < EXP_MIN {
             idx += 1;
-            continue;
-        }
-        if current > EXP_MAX {
+        } else if current > EXP_MAX {
             idx -= 1;
-            continue;
+        } else {
+            return idx as usize;
         }
-        return (
-            Fp {
-                frac,
-                exp: power_exp,
-            },
-            FIRST_POWER + idx * STEP_POWERS,
-        );
     }
 }
+
+/// The binary exponents of the upper boundaries Grisu2 scales: of the smallest
+/// subnormal double's (normalized) to the largest double's.
+const INDEXED_EXP_MIN: i32 = -1137;
+const INDEXED_EXP_MAX: i32 = 960;
+
+/// [`search_power`]'s answer for each exponent from INDEXED_EXP_MIN to INDEXED_EXP_MAX,
+/// found when compiling: the search's float estimate and steps sat on every float's
+/// critical path.
+static POWER_INDEX: [u8; (INDEXED_EXP_MAX - INDEXED_EXP_MIN + 1) as usize] = {
+    let mut table = [0u8; (INDEXED_EXP_MAX - INDEXED_EXP_MIN + 1) as usize];
+    let mut i = 0;
+    while i < table.len() {
+        table[i] = search_power(INDEXED_EXP_MIN + i as i32) as u8;
+        i += 1;
+    }
+    table
+};
 
 fn round_digit(digits: &mut [u8], n: usize, delta: u64, mut rem: u64, kappa: u64, frac: u64) {
     while rem < frac
@@ -381,10 +409,7 @@ fn write_padded(mut v: u64, out: &mut [u8]) {
     while end >= 8 {
         let eight = (v % 100_000_000) as u32;
         v /= 100_000_000;
-        write_pair(eight / 1_000_000, &mut out[end - 8..end - 6]);
-        write_pair(eight / 10_000 % 100, &mut out[end - 6..end - 4]);
-        write_pair(eight / 100 % 100, &mut out[end - 4..end - 2]);
-        write_pair(eight % 100, &mut out[end - 2..end]);
+        out[end - 8..end].copy_from_slice(&eight_digits(eight).to_le_bytes());
         end -= 8;
     }
     let mut v = v as u32;
@@ -396,6 +421,21 @@ fn write_padded(mut v: u64, out: &mut [u8]) {
     if end == 1 {
         out[0] = v as u8 + b'0';
     }
+}
+
+/// The eight digits of `x` (below 10^8) as the bytes of a little-endian word, found in
+/// parallel: the two halves of four digits, then the pairs of each, then the digits of
+/// each pair, each step dividing all lanes at once by a multiply and shift that is exact
+/// in its range.
+#[inline(always)]
+fn eight_digits(x: u32) -> u64 {
+    let x = x as u64;
+    let halves = (x / 10_000) | ((x % 10_000) << 32);
+    let hundreds = ((halves * 10_486) >> 20) & 0x0000_007F_0000_007F;
+    let pairs = ((halves - 100 * hundreds) << 16) | hundreds;
+    let tens = ((pairs * 103) >> 10) & 0x000F_000F_000F_000F;
+    let digits = ((pairs - 10 * tens) << 8) | tens;
+    digits | 0x3030_3030_3030_3030
 }
 
 #[inline(always)]
@@ -673,6 +713,60 @@ mod tests {
             reference_emit(&digits[..n], big_k, negative, &mut out);
         }
         String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn indexes_the_powers_the_search_finds() {
+        // At run time, as fpconv computes it, for every exponent in the table.
+        fn search(exp: i32) -> usize {
+            let one_log_ten = std::hint::black_box(0.301_029_995_663_981_14f64);
+            let approx = (-((exp + POWERS.len() as i32) as f64) * one_log_ten) as i32;
+            let mut idx = (approx - FIRST_POWER) / STEP_POWERS;
+            loop {
+                let current = exp + POWERS[idx as usize].1 + 64;
+                if current < EXP_MIN {
+                    idx += 1;
+                } else if current > EXP_MAX {
+                    idx -= 1;
+                } else {
+                    return idx as usize;
+                }
+            }
+        }
+        for exp in INDEXED_EXP_MIN..=INDEXED_EXP_MAX {
+            let idx = POWER_INDEX[(exp - INDEXED_EXP_MIN) as usize] as usize;
+            assert_eq!(idx, search(exp), "{exp}");
+        }
+        // The table spans every double's upper boundary.
+        for d in [5e-324, f64::MIN_POSITIVE, 1.0, f64::MAX] {
+            let (_, upper) = normalized_boundaries(build_fp(d));
+            assert!(
+                (INDEXED_EXP_MIN..=INDEXED_EXP_MAX).contains(&upper.exp),
+                "{d:e}"
+            );
+        }
+        assert_eq!(
+            normalized_boundaries(build_fp(5e-324)).1.exp,
+            INDEXED_EXP_MIN
+        );
+        assert_eq!(
+            normalized_boundaries(build_fp(f64::MAX)).1.exp,
+            INDEXED_EXP_MAX
+        );
+    }
+
+    #[test]
+    fn writes_eight_digits_at_once() {
+        for x in (0..100_000_000u32)
+            .step_by(997)
+            .chain([0, 1, 9, 10, 99_999_999, 10_000_000, 9_999])
+        {
+            assert_eq!(
+                eight_digits(x).to_le_bytes(),
+                *format!("{x:08}").as_bytes(),
+                "{x}"
+            );
+        }
     }
 
     #[test]
