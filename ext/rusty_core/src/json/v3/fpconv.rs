@@ -223,8 +223,16 @@ fn cached_power(exp: i32) -> (Fp, i32) {
 /// down to the first power that brings `exp` into range. (Where two powers would, the
 /// estimate decides which, so this is the search itself, not any power in range.)
 const fn search_power(exp: i32) -> usize {
-    const ONE_LOG_TEN: f64 = 0.301_029_995_663_981_14;
-    let approx = (-((exp + POWERS.len() as i32) as f64) * ONE_LOG_TEN) as i32;
+    search_power_by(exp, ONE_LOG_TEN)
+}
+
+/// fpconv's log10(2).
+const ONE_LOG_TEN: f64 = 0.301_029_995_663_981_14;
+
+/// [`search_power`] with log10(2) given (a test passes it as a value only known at run
+/// time, so that the search's float arithmetic runs there too).
+const fn search_power_by(exp: i32, one_log_ten: f64) -> usize {
+    let approx = (-((exp + POWERS.len() as i32) as f64) * one_log_ten) as i32;
     let mut idx = (approx - FIRST_POWER) / STEP_POWERS;
     loop {
         let current = exp + POWERS[idx as usize].1 + 64;
@@ -695,18 +703,7 @@ mod tests {
         if d == 0.0 {
             out.extend_from_slice(b"0.0");
         } else {
-            let a = d.abs();
-            let mut w = build_fp(a);
-            let (lower, upper) = normalized_boundaries(w);
-            normalize(&mut w);
-            let (cached, k) = cached_power(upper.exp);
-            let (w, mut upper, mut lower) = (
-                multiply(w, cached),
-                multiply(upper, cached),
-                multiply(lower, cached),
-            );
-            lower.frac += 1;
-            upper.frac -= 1;
+            let (w, upper, lower, k) = scaled(d.abs());
             let mut digits = [0u8; DIGITS];
             let mut big_k = -k;
             let n = reference_digits(w, upper, lower, &mut digits, &mut big_k);
@@ -717,25 +714,12 @@ mod tests {
 
     #[test]
     fn indexes_the_powers_the_search_finds() {
-        // At run time, as fpconv computes it, for every exponent in the table.
-        fn search(exp: i32) -> usize {
-            let one_log_ten = std::hint::black_box(0.301_029_995_663_981_14f64);
-            let approx = (-((exp + POWERS.len() as i32) as f64) * one_log_ten) as i32;
-            let mut idx = (approx - FIRST_POWER) / STEP_POWERS;
-            loop {
-                let current = exp + POWERS[idx as usize].1 + 64;
-                if current < EXP_MIN {
-                    idx += 1;
-                } else if current > EXP_MAX {
-                    idx -= 1;
-                } else {
-                    return idx as usize;
-                }
-            }
-        }
+        // The search at run time (its float arithmetic there, as fpconv's), for every
+        // exponent in the table.
+        let one_log_ten = std::hint::black_box(ONE_LOG_TEN);
         for exp in INDEXED_EXP_MIN..=INDEXED_EXP_MAX {
             let idx = POWER_INDEX[(exp - INDEXED_EXP_MIN) as usize] as usize;
-            assert_eq!(idx, search(exp), "{exp}");
+            assert_eq!(idx, search_power_by(exp, one_log_ten), "{exp}");
         }
         // The table spans every double's upper boundary.
         for d in [5e-324, f64::MIN_POSITIVE, 1.0, f64::MAX] {
@@ -835,7 +819,9 @@ mod tests {
         }
     }
 
-    fn both_digits(d: f64) -> ((Vec<u8>, i32), (Vec<u8>, i32)) {
+    /// What [`grisu2`] hands `generate_digits` for positive `d`: `w` and its boundaries
+    /// scaled by the cached power, and that power's decimal exponent.
+    fn scaled(d: f64) -> (Fp, Fp, Fp, i32) {
         let mut w = build_fp(d);
         let (lower, upper) = normalized_boundaries(w);
         normalize(&mut w);
@@ -847,6 +833,11 @@ mod tests {
         );
         lower.frac += 1;
         upper.frac -= 1;
+        (w, upper, lower, k)
+    }
+
+    fn both_digits(d: f64) -> ((Vec<u8>, i32), (Vec<u8>, i32)) {
+        let (w, upper, lower, k) = scaled(d);
         let (mut ours, mut theirs) = ([0u8; DIGITS], [0u8; DIGITS]);
         let (mut ours_k, mut theirs_k) = (-k, -k);
         let n = generate_digits(w, upper, lower, &mut ours, &mut ours_k);
