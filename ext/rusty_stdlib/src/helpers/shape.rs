@@ -44,6 +44,12 @@ unsafe fn ivar_count(by_id: GetShapeById, id: u32) -> u32 {
     std::ptr::read_unaligned(shape.add(NEXT_IV_INDEX_OFFSET) as *const u32)
 }
 
+/// Makes the lookup's first check (which makes an object) now, in the main Ractor at
+/// load, rather than in a dump that another Ractor could wait on.
+pub fn init() {
+    lookup();
+}
+
 fn lookup() -> Option<(GetShapeId, GetShapeById)> {
     *LOOKUP.get_or_init(|| unsafe {
         let id = libc::dlsym(libc::RTLD_DEFAULT, c"rb_shape_get_shape_id".as_ptr());

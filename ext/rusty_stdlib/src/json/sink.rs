@@ -225,9 +225,11 @@ pub fn init() {
     // In the main Ractor, at load time: before any parse, and once.
     let key = unsafe { rb_sys::rb_ractor_local_storage_ptr_newkey(&STORAGE_TYPE) };
     STORAGE_KEY.store(key, std::sync::atomic::Ordering::Release);
-    // Their first calls make Hashes: here, rather than in a parse or generate that one in
-    // another Ractor could wait on (a GC would then wait for the waiting one).
+    // Their first calls make Hashes and Arrays: here, rather than in a parse or generate
+    // that one in another Ractor could wait on (a GC would then wait for the waiting one:
+    // four Ractors' first parses hung that way in fresh_array's check).
     fresh_hash::available();
+    crate::helpers::fresh_array::available();
     crate::helpers::hash_layout::walkable();
 }
 

@@ -62,6 +62,7 @@ pub fn init(ruby: &Ruby, root: RModule) -> Result<(), Error> {
         class.undef_default_alloc_func();
     }
     ids::init(ruby);
+    crate::helpers::shape::init();
     // Interned now, not inside an ivar walk later.
     extended::data_ids();
     // The stdlib's Marshal works in any Ractor, so ours must too (the statics are set

@@ -73,6 +73,12 @@ fn visibility(entry: &MethodEntry) -> u32 {
     ((entry.flags >> (FL_USHIFT + 4)) & 3) as u32
 }
 
+/// Makes the lookup's first check (which interns names) now, in the main Ractor at load,
+/// rather than in a call that another Ractor could wait on.
+pub fn init() {
+    lookup();
+}
+
 fn lookup() -> Option<Lookup> {
     *LOOKUP.get_or_init(|| unsafe {
         let symbol = libc::dlsym(libc::RTLD_DEFAULT, c"rb_callable_method_entry".as_ptr());

@@ -32,6 +32,7 @@ pub fn init(ruby: &Ruby, root: RModule) -> Result<(), Error> {
     // Net::HTTP does not (its constants are not shareable), so its functions stay
     // main-Ractor ones.
     header::init(ruby);
+    methods::init();
     crate::helpers::ractor::ractor_safe(|| {
         define_header_names(header_names)?;
         define_form_codec(native)
