@@ -228,8 +228,7 @@ impl<S: Sink> Walk<'_, '_, S> {
             // The runs of steps a document is mostly made of go on in `elements` and
             // `members`, without coming back here between steps.
             let next = match phase {
-                Phase::Value => self.elements(&mut phase),
-                Phase::ArrayComma => self.array_comma(),
+                Phase::Value | Phase::ArrayComma => self.elements(&mut phase),
                 Phase::ObjectKey => self.members(&mut phase),
                 Phase::ObjectColon => self.object_colon(),
                 Phase::ObjectComma => self.object_comma(),
@@ -253,23 +252,34 @@ impl<S: Sink> Walk<'_, '_, S> {
         })
     }
 
-    /// The steps from a value on, as `run` would take them one at a time, while each
-    /// leads to the next: value, `,`, value... in an array. Each step's phase is set in
-    /// `phase` before it runs, since a failure's path depends on it. Returns the next
-    /// phase where `run` takes over: a container opened or closed, or the document done.
+    /// The steps from a value or an array's `,` on (`phase`), as `run` would take them one
+    /// at a time, while each leads to the other: value, `,`, value... in arrays, arrays
+    /// opened and closed included. Each step's phase is set in `phase` before it runs,
+    /// since a failure's path depends on it. Returns the next phase where `run` takes
+    /// over: an object's, or the document done.
     #[inline(always)]
     fn elements(&mut self, phase: &mut Phase) -> Result<Option<Phase>, Step<S::Error>> {
+        let mut next = *phase;
         loop {
-            *phase = Phase::Value;
-            match self.value()? {
-                Some(Phase::ArrayComma) => {}
-                other => return Ok(other),
-            }
-            *phase = Phase::ArrayComma;
-            match self.array_comma()? {
-                Some(Phase::Value) => {}
-                other => return Ok(other),
-            }
+            // An array opened, or one closed inside an array, leads to another of these
+            // two steps: they go on here too (canada's `[[x, y], [x, y], ...]`).
+            next = match next {
+                Phase::Value => {
+                    *phase = Phase::Value;
+                    match self.value()? {
+                        Some(next) => next,
+                        None => return Ok(None),
+                    }
+                }
+                Phase::ArrayComma => {
+                    *phase = Phase::ArrayComma;
+                    match self.array_comma()? {
+                        Some(next) => next,
+                        None => return Ok(None),
+                    }
+                }
+                other => return Ok(Some(other)),
+            };
         }
     }
 
