@@ -506,7 +506,7 @@ fn write_u64_magnitude(mut v: u64, negative: bool, out: &mut Vec<u8>) {
 /// # Safety
 /// `dst` is valid for two bytes of writes.
 #[inline(always)]
-unsafe fn write_pair(dst: *mut u8, pair: u32) {
+pub(crate) unsafe fn write_pair(dst: *mut u8, pair: u32) {
     std::ptr::copy_nonoverlapping(DIGIT_PAIRS.as_ptr().add(pair as usize * 2), dst, 2);
 }
 

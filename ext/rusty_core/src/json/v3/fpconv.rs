@@ -7,6 +7,8 @@
 //! `.0` up to 15 integer digits, `0.000001`-style fractions down to 1e-6 (or while the
 //! exponent is below 10), scientific notation (`1e+20`, `1.5e-300`) beyond.
 
+use crate::json::generate::write_pair;
+
 /// Cached powers of ten, (significand, binary exponent), from 10^-348 to 10^340 in
 /// steps of 8 (tools/grisu_powers.py).
 const POWERS: [(u64, i32); 87] = [
@@ -401,14 +403,6 @@ fn last_stop(delta: u64, shift: u32) -> usize {
     }
 }
 
-/// The two digits of each number below 100.
-const PAIRS: &[u8; 200] = b"\
-0001020304050607080910111213141516171819\
-2021222324252627282930313233343536373839\
-4041424344454647484950515253545556575859\
-6061626364656667686970717273747576777879\
-8081828384858687888990919293949596979899";
-
 /// `v` (below 10^out.len()) as exactly `out.len()` digits, leading zeros and all: eight
 /// at a time in 32-bit arithmetic, then by pairs.
 #[inline(always)]
@@ -422,7 +416,8 @@ fn write_padded(mut v: u64, out: &mut [u8]) {
     }
     let mut v = v as u32;
     while end >= 2 {
-        write_pair(v % 100, &mut out[end - 2..end]);
+        // SAFETY: the slice has the pair's two bytes.
+        unsafe { write_pair(out[end - 2..end].as_mut_ptr(), v % 100) };
         v /= 100;
         end -= 2;
     }
@@ -444,12 +439,6 @@ fn eight_digits(x: u32) -> u64 {
     let tens = ((pairs * 103) >> 10) & 0x000F_000F_000F_000F;
     let digits = ((pairs - 10 * tens) << 8) | tens;
     digits | 0x3030_3030_3030_3030
-}
-
-#[inline(always)]
-fn write_pair(v: u32, out: &mut [u8]) {
-    let at = v as usize * 2;
-    out.copy_from_slice(&PAIRS[at..at + 2]);
 }
 
 /// How many decimal digits `x` (not 0) has.
