@@ -512,36 +512,44 @@ unsafe fn emit_digits(
         copy(src.add(offset), dst.add(offset + 1), 20);
         return n + 1;
     }
-    let mut text = Vec::with_capacity(32);
-    scientific(&digits[..n], k, exp, negative, &mut text);
-    copy(text.as_ptr(), dst, text.len());
-    text.len()
+    // At most 24 bytes, laid out on the stack (no allocation) and copied.
+    let mut text = [0u8; 32];
+    let len = scientific(&digits[..n], k, exp, negative, &mut text);
+    copy(text.as_ptr(), dst, len);
+    len
 }
 
-/// [`emit_digits`]' `1.5e+300` layout (json limits the digits after the first).
-fn scientific(digits: &[u8], k: i32, mut exp: i32, negative: bool, out: &mut Vec<u8>) {
+/// [`emit_digits`]' `1.5e+300` layout (json limits the digits after the first), in
+/// `text`; returns its length.
+fn scientific(digits: &[u8], k: i32, mut exp: i32, negative: bool, text: &mut [u8; 32]) -> usize {
+    let mut len = 0;
+    let mut push = |byte: u8| {
+        text[len] = byte;
+        len += 1;
+    };
     let n = digits.len().min(18 - negative as usize);
-    out.push(digits[0]);
+    push(digits[0]);
     if n > 1 {
-        out.push(b'.');
-        out.extend_from_slice(&digits[1..n]);
+        push(b'.');
+        digits[1..n].iter().for_each(|&d| push(d));
     }
-    out.push(b'e');
-    out.push(if k + n as i32 - 1 < 0 { b'-' } else { b'+' });
+    push(b'e');
+    push(if k + n as i32 - 1 < 0 { b'-' } else { b'+' });
     let mut cent = 0;
     if exp > 99 {
         cent = exp / 100;
-        out.push(cent as u8 + b'0');
+        push(cent as u8 + b'0');
         exp -= cent * 100;
     }
     if exp > 9 {
         let dec = exp / 10;
-        out.push(dec as u8 + b'0');
+        push(dec as u8 + b'0');
         exp -= dec * 10;
     } else if cent != 0 {
-        out.push(b'0');
+        push(b'0');
     }
-    out.push((exp % 10) as u8 + b'0');
+    push((exp % 10) as u8 + b'0');
+    len
 }
 
 /// Appends finite `d` as json 3's generator writes it (`fpconv_dtoa`).
@@ -681,7 +689,9 @@ mod tests {
                 out.extend_from_slice(&digits[offset as usize..]);
             }
         } else {
-            scientific(digits, k, exp, negative, out);
+            let mut text = [0u8; 32];
+            let len = scientific(digits, k, exp, negative, &mut text);
+            out.extend_from_slice(&text[..len]);
         }
     }
 
