@@ -7,10 +7,24 @@ require "rbconfig"
 module Subprocess
   LIB = File.expand_path("../../lib", __dir__)
 
+  # A child that runs longer than this is killed and its run fails, so a hang (a deadlock
+  # between Ractors, say) fails the spec instead of stalling CI until its limit.
+  CHILD_SECONDS = 300
+
   # Returns [stdout, stderr, status] of `ruby -w -I lib -e code` with `env` added.
-  def ruby_run(code, env: {}, lib: LIB, chdir: Dir.tmpdir)
+  def ruby_run(code, env: {}, lib: LIB, chdir: Dir.tmpdir, seconds: CHILD_SECONDS)
     env = { "RUSTY_STDLIB" => nil }.merge(env)
-    Open3.capture3(env, RbConfig.ruby, "-w", "-I", lib, "-e", code, chdir: chdir)
+    Open3.popen3(env, RbConfig.ruby, "-w", "-I", lib, "-e", code, chdir: chdir) do |stdin, stdout, stderr, child|
+      stdin.close
+      readers = [stdout, stderr].map { |io| Thread.new { io.read } }
+      unless child.join(seconds)
+        Process.kill("KILL", child.pid)
+        child.join
+        readers.each(&:join)
+        return [readers[0].value, "#{readers[1].value}\nchild killed: still running after #{seconds} s", child.value]
+      end
+      [readers[0].value, readers[1].value, child.value]
+    end
   end
 
   # `ruby_run` of code that must succeed without a word on stderr: its stdout's lines.
