@@ -2,6 +2,7 @@
 //! escaping (plain and `ascii_only`, with its UTF-8 checks and messages), integers, and
 //! floats in exactly `Float#to_s`'s text.
 
+use super::output::Output;
 use crate::dtoa;
 
 /// Why a string could not be written (json 2.6.1's `GeneratorError` messages).
@@ -81,7 +82,7 @@ const CLASS: [u8; 256] = {
 
 const HEX: &[u8; 16] = b"0123456789abcdef";
 
-fn push_u_escape(out: &mut Vec<u8>, unit: u32) {
+fn push_u_escape(out: &mut impl Output, unit: u32) {
     out.extend_from_slice(&[
         b'\\',
         b'u',
@@ -92,7 +93,7 @@ fn push_u_escape(out: &mut Vec<u8>, unit: u32) {
     ]);
 }
 
-fn push_ascii_escape(out: &mut Vec<u8>, c: u8) {
+fn push_ascii_escape(out: &mut impl Output, c: u8) {
     match c {
         b'"' => out.extend_from_slice(b"\\\""),
         b'\\' => out.extend_from_slice(b"\\\\"),
@@ -112,7 +113,7 @@ pub fn escape_string(
     s: &[u8],
     ascii_only: bool,
     escape_slash: bool,
-    out: &mut Vec<u8>,
+    out: &mut impl Output,
 ) -> Result<(), EscapeError> {
     if !ascii_only && std::str::from_utf8(s).is_ok() {
         // Well-formed UTF-8 is exactly what the gem's per-character `isLegalUTF8` checks
@@ -128,7 +129,7 @@ fn escape_checked(
     s: &[u8],
     ascii_only: bool,
     escape_slash: bool,
-    out: &mut Vec<u8>,
+    out: &mut impl Output,
 ) -> Result<(), EscapeError> {
     out.reserve(s.len());
     let mut start = 0;
@@ -204,7 +205,7 @@ fn needs_escape_in(block: u64, slash: bool) -> bool {
 /// `out.extend_from_slice(b)` without a call to `memcpy` for the short pieces (keys,
 /// numbers, delimiters) that make up most of a document.
 #[inline(always)]
-pub fn push_bytes(out: &mut Vec<u8>, b: &[u8]) {
+pub fn push_bytes(out: &mut impl Output, b: &[u8]) {
     out.reserve(b.len());
     // SAFETY: `b.len()` bytes are reserved after `len`.
     unsafe {
@@ -287,7 +288,7 @@ fn needs_escape(s: &[u8], slash: bool) -> bool {
 /// `ascii_only`) or plain ASCII (with or without it): one reserve and one copy when no
 /// byte needs an escape, as in most strings.
 #[inline(always)]
-pub fn quote_valid_utf8(s: &[u8], escape_slash: bool, out: &mut Vec<u8>) {
+pub fn quote_valid_utf8(s: &[u8], escape_slash: bool, out: &mut impl Output) {
     if needs_escape(s, escape_slash) {
         out.push(b'"');
         escape_valid_utf8(s, escape_slash, out);
@@ -358,7 +359,7 @@ pub(super) fn find_escape(s: &[u8], from: usize, slash: bool) -> usize {
 /// [`escape_string`] for a string the caller knows to be well-formed UTF-8 (without
 /// `ascii_only`) or plain ASCII (with or without it): copies the runs between escapes
 /// whole.
-pub fn escape_valid_utf8(s: &[u8], escape_slash: bool, out: &mut Vec<u8>) {
+pub fn escape_valid_utf8(s: &[u8], escape_slash: bool, out: &mut impl Output) {
     out.reserve(s.len() + 2);
     let mut start = 0;
     loop {
@@ -378,12 +379,13 @@ pub fn escape_valid_utf8(s: &[u8], escape_slash: bool, out: &mut Vec<u8>) {
 /// JavaScript) as `\u2028` and `\u2029`: rewrites them in `out` from `from` on, which
 /// holds escaped, well-formed UTF-8 (so their bytes E2 80 A8/A9 are only ever those
 /// characters).
-pub fn escape_js_separators(out: &mut Vec<u8>, from: usize) {
+pub fn escape_js_separators(out: &mut impl Output, from: usize) {
     let is_separator = |w: &[u8]| w[0] == 0xe2 && w[1] == 0x80 && (w[2] == 0xa8 || w[2] == 0xa9);
     if !out[from..].windows(3).any(is_separator) {
         return;
     }
-    let tail = out.split_off(from);
+    let tail = out[from..].to_vec();
+    out.truncate(from);
     let mut i = 0;
     while i < tail.len() {
         if i + 3 <= tail.len() && is_separator(&tail[i..i + 3]) {
@@ -445,7 +447,7 @@ fn decimal_digits(x: u32) -> usize {
 /// 32-bit division, four digits per step. Always inlined: left out of line, the call and
 /// its register saves were a third of the ~50 instructions a small integer cost.
 #[inline(always)]
-pub fn write_i64(n: i64, out: &mut Vec<u8>) {
+pub fn write_i64(n: i64, out: &mut impl Output) {
     match u32::try_from(n.unsigned_abs()) {
         Ok(v) => write_u32_magnitude(v, n < 0, out),
         Err(_) => write_u64_magnitude(n.unsigned_abs(), n < 0, out),
@@ -453,7 +455,7 @@ pub fn write_i64(n: i64, out: &mut Vec<u8>) {
 }
 
 #[inline(always)]
-fn write_u32_magnitude(mut v: u32, negative: bool, out: &mut Vec<u8>) {
+fn write_u32_magnitude(mut v: u32, negative: bool, out: &mut impl Output) {
     let len = decimal_digits(v) + negative as usize;
     out.reserve(len);
     // SAFETY: `len` bytes are reserved after `out.len()`, and exactly those are written:
@@ -488,7 +490,7 @@ fn write_u32_magnitude(mut v: u32, negative: bool, out: &mut Vec<u8>) {
 /// `write_i64` of a magnitude above 32 bits (rare): its low digits two per 64-bit
 /// division until the rest fits, that rest by `write_u32_magnitude`, then the low digits.
 #[cold]
-fn write_u64_magnitude(mut v: u64, negative: bool, out: &mut Vec<u8>) {
+fn write_u64_magnitude(mut v: u64, negative: bool, out: &mut impl Output) {
     let mut low = [0u8; 20];
     let mut at = low.len();
     while v > u32::MAX as u64 {
@@ -514,7 +516,7 @@ pub(crate) unsafe fn write_pair(dst: *mut u8, pair: u32) {
 /// round-trip, fixed notation for decimal exponents -4 <= e < 15 (`100.0`, `0.0001`),
 /// otherwise `d.ddde+XX` (at least two exponent digits), and always a fractional part.
 /// Non-finite values are written as `NaN`, `Infinity`, `-Infinity`.
-pub fn write_f64(f: f64, out: &mut Vec<u8>) {
+pub fn write_f64(f: f64, out: &mut impl Output) {
     if f.is_nan() {
         out.extend_from_slice(b"NaN");
         return;
@@ -534,7 +536,7 @@ pub fn write_f64(f: f64, out: &mut Vec<u8>) {
 
 /// [`write_f64`]'s general way: the digits dtoa gives `f` (from Żmij's rendering `text`),
 /// laid out as Ruby does.
-fn write_f64_from_text(text: &[u8], out: &mut Vec<u8>) {
+fn write_f64_from_text(text: &[u8], out: &mut impl Output) {
     let shortest = dtoa::from_shortest_text(text);
     let digits = shortest.digits();
     let decpt = shortest.decpt;
@@ -551,12 +553,12 @@ fn write_f64_from_text(text: &[u8], out: &mut Vec<u8>) {
             out.extend_from_slice(&digits[decpt as usize..]);
         } else {
             out.extend_from_slice(digits);
-            out.extend(std::iter::repeat_n(b'0', (decpt - nd) as usize));
+            out.push_repeated(b'0', (decpt - nd) as usize);
             out.extend_from_slice(b".0");
         }
     } else if decpt <= 0 && decpt > -4 {
         out.extend_from_slice(b"0.");
-        out.extend(std::iter::repeat_n(b'0', (-decpt) as usize));
+        out.push_repeated(b'0', (-decpt) as usize);
         out.extend_from_slice(digits);
     } else {
         out.push(digits[0]);

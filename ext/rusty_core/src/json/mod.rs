@@ -23,6 +23,7 @@ mod generate;
 pub mod layout_bytes;
 mod lemire;
 mod number;
+mod output;
 mod parser;
 mod pow5_table;
 mod string;
@@ -33,6 +34,7 @@ pub use generate::{
     write_f64, write_i64, EscapeError,
 };
 pub use number::{parse_float_fast, parse_int_fast, Decimal};
+pub use output::Output;
 pub use parser::{parse, Options, ParseError, Sink};
 pub use string::{same_bytes, scan_string, unescape, StringScan, UnescapeError};
 

@@ -17,17 +17,19 @@
 use magnus::{rb_sys::AsRawValue, Ruby};
 use rb_sys::{ruby_value_type, VALUE};
 use rusty_core::json as core;
+use rusty_core::json::Output;
 
 use crate::helpers::hash::each_pair_quiet;
 use crate::helpers::hash_layout::Pairs;
 use crate::helpers::raw::class_of;
+use crate::json::output::RubyOutput;
 
 /// A compact walk met something only the general walk can write.
 pub(crate) struct NeedsRuby;
 
 /// A generator's part of the compact walk.
 pub(crate) trait Leaves {
-    fn out(&mut self) -> &mut Vec<u8>;
+    fn out(&mut self) -> &mut RubyOutput;
     /// The generation's `max_nesting` (0: none).
     fn max_nesting(&self) -> i64;
     /// A pair's key and its colon. `first` is the type of the Hash's first key (json 3

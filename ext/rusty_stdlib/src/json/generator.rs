@@ -28,6 +28,7 @@ use magnus::{
 use rb_sys::{ruby_coderange_type, ruby_value_type, VALUE};
 use rusty_core::json as core;
 use rusty_core::json::layout_bytes::LayoutBytes;
+use rusty_core::json::Output;
 
 mod compact;
 mod raw_string;
@@ -35,10 +36,11 @@ mod state_v2_9;
 
 use super::dialect::Dialect;
 use super::key_cache;
+use super::output::RubyOutput;
 use crate::helpers::constants::Remembered;
 use crate::helpers::error::c_error;
 use crate::helpers::hash::each_pair_quiet;
-use crate::helpers::raw::{class_of, coderange, encoding_index, flags, set_encoding_index};
+use crate::helpers::raw::{class_of, coderange, encoding_index, flags};
 use crate::helpers::reentry::once;
 use crate::helpers::replaced::Replaced;
 
@@ -557,7 +559,7 @@ struct Gen<'s> {
     compact: bool,
     object_delim2: LayoutBytes,
     array_delim: LayoutBytes,
-    out: Vec<u8>,
+    out: RubyOutput,
     utf8: i32,
     usascii: i32,
     /// Whether `Float#to_s` was redefined: the gem calls it for every Float, we write the
@@ -617,7 +619,7 @@ impl<'s> Gen<'s> {
             cfg,
             object_delim2,
             array_delim,
-            out: spare_buffer(capacity),
+            out: RubyOutput::new(capacity),
             utf8: unsafe { rb_sys::rb_utf8_encindex() },
             usascii: unsafe { rb_sys::rb_usascii_encindex() },
             float_to_s_redefined: None,
@@ -631,23 +633,16 @@ impl<'s> Gen<'s> {
     }
 
     /// `fbuffer_to_s`: a UTF-8 String of the output.
-    fn finish(&self, _ruby: &Ruby) -> RString {
-        let out = &self.out;
-        let raw = unsafe { rb_sys::rb_str_new(out.as_ptr() as *const _, out.len() as _) };
-        set_encoding_index(raw, self.utf8);
+    fn finish(&mut self, _ruby: &Ruby) -> RString {
+        let raw = self.out.finish(self.utf8);
         RString::from_value(unsafe { Value::from_raw(raw) }).expect("a String")
     }
-}
-
-fn spare_buffer(capacity: usize) -> Vec<u8> {
-    super::spare::take(capacity)
 }
 
 impl Drop for Gen<'_> {
     fn drop(&mut self) {
         // The spilled-from State lives until here (see `spilled_from`).
         std::hint::black_box(self.spilled_from);
-        super::spare::give_back(std::mem::take(&mut self.out));
     }
 }
 
@@ -760,7 +755,7 @@ fn partial_generate(ruby: &Ruby, state_value: Value, obj: Value) -> Result<RStri
     Ok(gen.finish(ruby))
 }
 
-fn push_indent(out: &mut Vec<u8>, indent: &Option<LayoutBytes>, depth: i64) {
+fn push_indent(out: &mut RubyOutput, indent: &Option<LayoutBytes>, depth: i64) {
     if let Some(indent) = indent {
         for _ in 0..depth {
             core::push_bytes(out, indent);

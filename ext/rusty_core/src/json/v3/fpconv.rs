@@ -8,6 +8,7 @@
 //! exponent is below 10), scientific notation (`1e+20`, `1.5e-300`) beyond.
 
 use crate::json::generate::write_pair;
+use crate::json::Output;
 
 /// Cached powers of ten, (significand, binary exponent), from 10^-348 to 10^340 in
 /// steps of 8 (tools/grisu_powers.py).
@@ -553,29 +554,42 @@ fn scientific(digits: &[u8], k: i32, mut exp: i32, negative: bool, text: &mut [u
 }
 
 /// Appends finite `d` as json 3's generator writes it (`fpconv_dtoa`).
-pub fn write_f64(d: f64, out: &mut Vec<u8>) {
-    let negative = d.to_bits() & SIGN_MASK != 0;
+#[inline(always)]
+pub fn write_f64(d: f64, out: &mut impl Output) {
     out.reserve(TEXT_ROOM);
     let start = out.len();
-    // SAFETY: `reserve` made TEXT_ROOM bytes of room after `start`; the sign takes one,
-    // and emit_digits writes at most TEXT_ROOM - 1 (its longest text is 28 bytes, its
-    // fixed-size pieces reach 39), all of it initialized before set_len counts it.
+    // SAFETY: `reserve` made TEXT_ROOM bytes of room after `start`, and `write_text`
+    // initializes the bytes it counts.
     unsafe {
-        let mut dst = out.as_mut_ptr().add(start);
-        if negative {
-            *dst = b'-';
-            dst = dst.add(1);
-        }
-        let written = if d == 0.0 {
-            std::ptr::copy_nonoverlapping(b"0.0".as_ptr(), dst, 3);
-            3
-        } else {
-            let mut digits = [0u8; DIGITS];
-            let (n, k) = grisu2(d.abs(), &mut digits);
-            emit_digits(&digits, n, k, negative, dst)
-        };
-        out.set_len(start + negative as usize + written);
+        let written = write_text(d, out.as_mut_ptr().add(start));
+        out.set_len(start + written);
     }
+}
+
+/// [`write_f64`]'s text written at `dst`; returns its length. One function whatever the
+/// output type, so that the digit generation is inlined into it (and not into each
+/// caller, which took more time than the call).
+///
+/// # Safety
+/// `dst` is valid for TEXT_ROOM bytes of writes: the sign takes one, and emit_digits
+/// writes at most TEXT_ROOM - 1 (its longest text is 28 bytes, its fixed-size pieces
+/// reach 39).
+#[inline(never)]
+pub unsafe fn write_text(d: f64, mut dst: *mut u8) -> usize {
+    let negative = d.to_bits() & SIGN_MASK != 0;
+    if negative {
+        *dst = b'-';
+        dst = dst.add(1);
+    }
+    let written = if d == 0.0 {
+        std::ptr::copy_nonoverlapping(b"0.0".as_ptr(), dst, 3);
+        3
+    } else {
+        let mut digits = [0u8; DIGITS];
+        let (n, k) = grisu2(d.abs(), &mut digits);
+        emit_digits(&digits, n, k, negative, dst)
+    };
+    negative as usize + written
 }
 
 #[cfg(test)]
@@ -670,18 +684,18 @@ mod tests {
     }
 
     /// fpconv's `emit_digits` as json modified it, one byte at a time.
-    fn reference_emit(digits: &[u8], k: i32, negative: bool, out: &mut Vec<u8>) {
+    fn reference_emit(digits: &[u8], k: i32, negative: bool, out: &mut impl Output) {
         let n = digits.len() as i32;
         let exp = (k + n - 1).abs();
         if k >= 0 && exp < 15 {
             out.extend_from_slice(digits);
-            out.extend(std::iter::repeat_n(b'0', k as usize));
+            out.push_repeated(b'0', k as usize);
             out.extend_from_slice(b".0");
         } else if k < 0 && (k > -7 || exp < 10) {
             let offset = n - k.abs();
             if offset <= 0 {
                 out.extend_from_slice(b"0.");
-                out.extend(std::iter::repeat_n(b'0', (-offset) as usize));
+                out.push_repeated(b'0', (-offset) as usize);
                 out.extend_from_slice(digits);
             } else {
                 out.extend_from_slice(&digits[..offset as usize]);

@@ -8,9 +8,11 @@ use magnus::{
 };
 use rb_sys::{ruby_value_type, VALUE};
 use rusty_core::json as core;
+use rusty_core::json::Output;
 
 use super::{key_cache, Config, Gen};
 use crate::json::compact::{Leaves, NeedsRuby};
+use crate::json::output::RubyOutput;
 
 /// Whether `cfg` has no layout strings: JSON.generate's default, and `fast_generate`'s.
 pub(super) fn is_compact(cfg: &Config) -> bool {
@@ -31,7 +33,7 @@ impl Gen<'_> {
 
 impl Leaves for Gen<'_> {
     #[inline(always)]
-    fn out(&mut self) -> &mut Vec<u8> {
+    fn out(&mut self) -> &mut RubyOutput {
         &mut self.out
     }
 

@@ -16,6 +16,7 @@ use magnus::{
 };
 use rb_sys::{ruby_coderange_type, ruby_value_type, VALUE};
 use rusty_core::json as core;
+use rusty_core::json::Output;
 
 use super::state::{self, Config, Duplicates, State, STATE_CLASS};
 use crate::helpers::error::c_error;
@@ -23,6 +24,7 @@ use crate::helpers::hash::each_pair_quiet;
 use crate::helpers::raw::{class_of, coderange, encoding_index, str_bytes};
 use crate::helpers::reentry::once;
 use crate::json::key_cache;
+use crate::json::output::RubyOutput;
 
 const QNIL: VALUE = rb_sys::Qnil as VALUE;
 const QFALSE: VALUE = rb_sys::Qfalse as VALUE;
@@ -47,7 +49,7 @@ struct Gen<'r> {
     ruby: &'r Ruby,
     config: Config,
     depth: i64,
-    out: Vec<u8>,
+    out: RubyOutput,
     /// The State handed to `#to_json` calls: a copy of the generation's made at the first
     /// one (`vstate_spill`), whose settings the rest of the generation then reads.
     vstate: Option<Value>,
@@ -186,7 +188,7 @@ pub fn generate(
         ruby,
         config,
         depth: config.depth,
-        out: crate::json::spare::take(capacity),
+        out: RubyOutput::new(capacity),
         vstate: None,
         unprotected: 0,
         retry: false,
@@ -201,14 +203,8 @@ pub fn generate(
         stashed: None,
     };
     let written = gen.value(obj, fallback == Fallback::Yes);
-    let out = std::mem::take(&mut gen.out);
-    let text = written.map(|()| unsafe {
-        Value::from_raw(rb_sys::rb_utf8_str_new(
-            out.as_ptr() as *const _,
-            out.len() as _,
-        ))
-    });
-    crate::json::spare::give_back(out);
+    let text =
+        written.map(|()| unsafe { Value::from_raw(gen.out.finish(rb_sys::rb_utf8_encindex())) });
     std::hint::black_box(gen.vstate);
     let text = text?;
     if io.is_nil() {

@@ -5,10 +5,12 @@
 use magnus::{rb_sys::AsRawValue, Ruby};
 use rb_sys::{ruby_value_type, VALUE};
 use rusty_core::json as core;
+use rusty_core::json::Output;
 
 use super::{utf8_text, valid_string, Gen};
 use crate::helpers::raw::class_of;
 use crate::json::compact::{Leaves, NeedsRuby};
+use crate::json::output::RubyOutput;
 
 impl Gen<'_> {
     /// Whether the insides of a Hash or Array may be written by the compact walk now: in
@@ -29,7 +31,7 @@ impl Gen<'_> {
 
 impl Leaves for Gen<'_> {
     #[inline(always)]
-    fn out(&mut self) -> &mut Vec<u8> {
+    fn out(&mut self) -> &mut RubyOutput {
         &mut self.out
     }
 

@@ -1,0 +1,179 @@
+//! The generators' output (both json 2's and json 3's): written into the thread's spare
+//! buffer while it is small, and into the result String itself once it is large, so a
+//! large document's text is not copied once more at the end.
+//!
+//! The gem writes into its own buffer and copies it into the result String
+//! (`fbuffer_to_s`); for twitter's 467 KB that copy (with its fresh memory) was about a
+//! tenth of our whole generate. Writing into a String from the first byte would cost
+//! small documents more: a String of the initial capacity, grown by copies, where the
+//! kept spare buffer needs neither.
+
+use std::cell::Cell;
+use std::ops::Deref;
+
+use magnus::rb_sys::protect;
+use rb_sys::VALUE;
+use rusty_core::json::Output;
+
+use crate::helpers::raw::set_encoding_index;
+
+/// Output up to this size is written into the thread's spare buffer, which is kept up to
+/// this size for the next generation. The gem keeps nothing between calls, and a
+/// server's threads each keep theirs, so the bound is what one thread may hold on to.
+/// Reuse pays for small documents (a malloc and its first page faults per call).
+const SPARE_BUFFER_MAX: usize = 256 << 10;
+
+thread_local! {
+    /// A generation nested in a `#to_json` finds it taken and makes its own.
+    static SPARE_BUFFER: Cell<Vec<u8>> = const { Cell::new(Vec::new()) };
+}
+
+/// A generation's output. Its bytes are at `ptr`: in `spare` while they fit in
+/// [`SPARE_BUFFER_MAX`], then in `string`'s buffer.
+pub struct RubyOutput {
+    ptr: *mut u8,
+    len: usize,
+    cap: usize,
+    /// The thread's spare buffer (its own length stays 0: `len` counts).
+    spare: Vec<u8>,
+    /// The String that becomes the result, once the output outgrew `spare` (0 before). It
+    /// is only ever referenced from here, on the machine stack, so the GC keeps it, and
+    /// does not move it (objects the stack refers to are pinned).
+    string: VALUE,
+}
+
+impl RubyOutput {
+    /// An empty output with room for `capacity` bytes (the State's
+    /// `buffer_initial_length`) in the thread's spare buffer.
+    pub fn new(capacity: usize) -> RubyOutput {
+        let mut spare = SPARE_BUFFER.with(Cell::take);
+        spare.clear();
+        spare.reserve(capacity.min(SPARE_BUFFER_MAX));
+        RubyOutput {
+            ptr: spare.as_mut_ptr(),
+            len: 0,
+            cap: spare.capacity(),
+            spare,
+            string: 0,
+        }
+    }
+
+    /// The output as a String with encoding `encoding_index` (UTF-8's, as
+    /// `fbuffer_to_s` makes it). The output is empty afterwards.
+    pub fn finish(&mut self, encoding_index: i32) -> VALUE {
+        let len = self.len as std::os::raw::c_long;
+        let string = if self.string == 0 {
+            unsafe { rb_sys::rb_str_new(self.ptr as *const _, len) }
+        } else {
+            // SAFETY: `len` bytes are written into `string`'s buffer, within its
+            // capacity. `rb_str_resize` gives back the room left over when it is more than
+            // a little (a realloc that shrinks in place): the gem's String is as long as
+            // its text.
+            unsafe {
+                rb_sys::rb_str_set_len(self.string, len);
+                rb_sys::rb_str_resize(self.string, len)
+            }
+        };
+        set_encoding_index(string, encoding_index);
+        self.string = 0;
+        self.len = 0;
+        self.ptr = self.spare.as_mut_ptr();
+        self.cap = self.spare.capacity();
+        string
+    }
+
+    /// `reserve`'s way when there is not room enough: the spare buffer grows while the
+    /// output fits in [`SPARE_BUFFER_MAX`]; past that the output moves into a String of
+    /// twice its size, which then at least doubles when it must grow.
+    #[cold]
+    #[inline(never)]
+    fn grow(&mut self, additional: usize) {
+        let needed = self
+            .len
+            .checked_add(additional)
+            .expect("JSON output larger than the address space");
+        if self.string == 0 && needed <= SPARE_BUFFER_MAX {
+            // SAFETY: the first `len` bytes of `spare` are written; its length goes back
+            // to 0 once `reserve` (which counts from it) is done.
+            unsafe {
+                self.spare.set_len(self.len);
+                self.spare.reserve(additional);
+                self.spare.set_len(0);
+            }
+            self.ptr = self.spare.as_mut_ptr();
+            self.cap = self.spare.capacity();
+            return;
+        }
+        let (from, len) = (self.ptr, self.len);
+        let string = self.string;
+        let grown = protect(|| unsafe {
+            if string == 0 {
+                let string = rb_sys::rb_str_buf_new(needed.max(2 * len) as _);
+                std::ptr::copy_nonoverlapping(from, rb_sys::RSTRING_PTR(string) as *mut u8, len);
+                string
+            } else {
+                // The String's length says how much of its buffer to keep when it moves.
+                rb_sys::rb_str_set_len(string, len as _);
+                rb_sys::rb_str_modify_expand(string, additional.max(len) as _);
+                string
+            }
+        });
+        // Only memory can run out here; a Vec that cannot grow aborts the same way.
+        let Ok(string) = grown else {
+            eprintln!("rusty_stdlib: no memory for {needed} bytes of JSON output");
+            std::process::abort();
+        };
+        self.string = string;
+        self.ptr = unsafe { rb_sys::RSTRING_PTR(string) } as *mut u8;
+        self.cap = unsafe { rb_sys::rb_str_capacity(string) } as usize;
+    }
+}
+
+impl Deref for RubyOutput {
+    type Target = [u8];
+
+    #[inline(always)]
+    fn deref(&self) -> &[u8] {
+        // SAFETY: the first `len` bytes at `ptr` are written (and `ptr` is never null).
+        unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
+    }
+}
+
+impl Output for RubyOutput {
+    #[inline(always)]
+    fn reserve(&mut self, additional: usize) {
+        if additional > self.cap - self.len {
+            self.grow(additional);
+        }
+    }
+
+    #[inline(always)]
+    fn as_mut_ptr(&mut self) -> *mut u8 {
+        self.ptr
+    }
+
+    #[inline(always)]
+    unsafe fn set_len(&mut self, len: usize) {
+        self.len = len;
+    }
+}
+
+impl Drop for RubyOutput {
+    /// Keeps the spare buffer for the next generation on this thread, unless it is large
+    /// (or the thread's is larger).
+    fn drop(&mut self) {
+        std::hint::black_box(self.string);
+        let spare = std::mem::take(&mut self.spare);
+        if spare.capacity() > SPARE_BUFFER_MAX {
+            return;
+        }
+        SPARE_BUFFER.with(|kept| {
+            let other = kept.take();
+            kept.set(if other.capacity() > spare.capacity() {
+                other
+            } else {
+                spare
+            });
+        });
+    }
+}

@@ -1,0 +1,103 @@
+# frozen_string_literal: true
+
+require_relative "generator_helper"
+
+# Output past 256 KiB: ours moves it from the thread's reused buffer into the result
+# String itself (json/output.rs), where it keeps growing. These documents cross that
+# point in every way a generation can: plainly, with an escape rewritten across it, in a
+# #to_json that generates a large document itself, and failing after it. Built here, so
+# they run without the corpus.
+RSpec.describe "RustyStdlib::JSON generating large output" do
+  include Parity
+  include JSONGenParity
+
+  before { skip JSONGenParity.unproven_message unless JSONGenParity.proven? }
+
+  # A #to_json that writes a large document of its own into the one being written.
+  class LargeInner
+    def initialize(doc)
+      @doc = doc
+    end
+
+    def to_json(*)
+      JSON.generate(@doc)
+    end
+  end
+
+  # About `size` bytes of JSON: long strings (few objects, so GC.stress stays quick),
+  # with escapes, non-ASCII text and numbers between them.
+  def self.document(size, seed)
+    rng = Random.new(seed)
+    pieces = []
+    total = 0
+    while total < size
+      text = Array.new(rng.rand(2_000..9_000)) { "abc é中\"\\/\n\u2028x"[rng.rand(14)] }.join
+      pieces << { "text" => text, "n" => rng.rand(-10**12..10**12), "f" => rng.rand * 1e3, "ok" => rng.rand < 0.5 }
+      total += text.bytesize + 60
+    end
+    pieces
+  end
+
+  LARGE = document(600_000, 1).freeze
+  SPARE_SIZED = document(250_000, 2).freeze
+
+  def self.script_safe?
+    JSON::State.new.respond_to?(:script_safe)
+  end
+
+  # The generated String from the gem's generator and from ours, compared whole (and
+  # reported by first difference, not by printing both).
+  def expect_same_output(stress: Parity::GC_STRESS, &block)
+    expected = JSONGenParity.with_generator(JSONGenParity::STDLIB, &block)
+    actual = JSONGenParity.with_generator(JSONGenParity::OURS) do
+      GC.stress = true if stress
+      block.call
+    ensure
+      GC.stress = false
+    end
+    at = (0...[expected.bytesize, actual.bytesize].min).find { |i| expected.getbyte(i) != actual.getbyte(i) }
+    expect([actual.bytesize, at]).to eq([expected.bytesize, nil])
+    expect([actual.encoding, actual.frozen?, actual.valid_encoding?])
+      .to eq([expected.encoding, expected.frozen?, expected.valid_encoding?])
+    [expected, actual]
+  end
+
+  it "writes a document past 256 KiB as the gem does, in each layout" do
+    expect_same_output { JSON.generate(LARGE) }
+    expect_same_output { JSON.pretty_generate(LARGE) }
+    expect_same_output { JSON.generate(LARGE, ascii_only: true) }
+    expect_same_output { JSON.dump(LARGE) }
+  end
+
+  it "writes one that crosses 256 KiB only near its end" do
+    expect_same_output { JSON.generate(SPARE_SIZED + [{ "tail" => "x" * 20_000 }]) }
+  end
+
+  it "rewrites U+2028 past 256 KiB under script_safe" do
+    skip "json #{JSON::VERSION} has no script_safe" unless self.class.script_safe?
+    expect_same_output { JSON.generate(LARGE + ["\u2028" * 1_000], script_safe: true) }
+  end
+
+  it "writes a #to_json's own large document into a large one" do
+    expect_same_output { JSON.generate([SPARE_SIZED, LargeInner.new(LARGE), SPARE_SIZED]) }
+  end
+
+  it "raises the gem's error when it fails past 256 KiB" do
+    outcomes = [JSONGenParity::STDLIB, JSONGenParity::OURS].map do |generator|
+      JSONGenParity.with_generator(generator) do
+        JSON.generate(LARGE + [Float::NAN])
+      rescue JSON::GeneratorError => e
+        [e.class, e.message[0, 200]]
+      end
+    end
+    expect(outcomes[1]).to eq(outcomes[0])
+    expect(outcomes[0][0]).to eq(JSON::GeneratorError)
+  end
+
+  it "gives a String that holds about as much memory as the gem's" do
+    require "objspace"
+    expected, actual = expect_same_output(stress: false) { JSON.generate(LARGE) }
+    # Ruby shrinks a String's buffer when more than 1 KiB of it is left over.
+    expect(ObjectSpace.memsize_of(actual)).to be <= ObjectSpace.memsize_of(expected) + 1024
+  end
+end
