@@ -2,11 +2,12 @@
 
 require_relative "generator_helper"
 
-# Output past 256 KiB: ours moves it from the thread's reused buffer into the result
-# String itself (json/output.rs), where it keeps growing. These documents cross that
-# point in every way a generation can: plainly, with an escape rewritten across it, in a
-# #to_json that generates a large document itself, and failing after it. Built here, so
-# they run without the corpus.
+# Output past 16 KiB: ours moves it from the thread's reused buffer into the result
+# String itself (json/output.rs), where it keeps growing; and a generation after a large
+# one starts in a String of about the last one's size. These documents cross that point
+# in every way a generation can: plainly, with an escape rewritten across it, in a
+# #to_json that generates a large document itself, failing after it, and in sizes that
+# grow, shrink and jump after each other. Built here, so they run without the corpus.
 RSpec.describe "RustyStdlib::JSON generating large output" do
   include Parity
   include JSONGenParity
@@ -39,7 +40,8 @@ RSpec.describe "RustyStdlib::JSON generating large output" do
   end
 
   LARGE = document(600_000, 1).freeze
-  SPARE_SIZED = document(250_000, 2).freeze
+  # Just under 16 KiB of output.
+  SPARE_SIZED = ["é\n" * 3_800].freeze
 
   def self.script_safe?
     JSON::State.new.respond_to?(:script_safe)
@@ -62,18 +64,36 @@ RSpec.describe "RustyStdlib::JSON generating large output" do
     [expected, actual]
   end
 
-  it "writes a document past 256 KiB as the gem does, in each layout" do
+  it "writes a document past 16 KiB as the gem does, in each layout" do
+    forget_last_size
     expect_same_output { JSON.generate(LARGE) }
     expect_same_output { JSON.pretty_generate(LARGE) }
     expect_same_output { JSON.generate(LARGE, ascii_only: true) }
     expect_same_output { JSON.dump(LARGE) }
   end
 
-  it "writes one that crosses 256 KiB only near its end" do
-    expect_same_output { JSON.generate(SPARE_SIZED + [{ "tail" => "x" * 20_000 }]) }
+  # Ours guesses a generation's size from the last one on the thread: a small one first
+  # makes the next start small.
+  def forget_last_size
+    JSONGenParity.with_generator(JSONGenParity::OURS) { JSON.generate([]) }
   end
 
-  it "rewrites U+2028 past 256 KiB under script_safe" do
+  it "writes one that crosses 16 KiB only near its end" do
+    forget_last_size
+    expect(JSONGenParity.with_generator(JSONGenParity::OURS) { JSON.generate(SPARE_SIZED) }.bytesize).to be_between(14_000, 16_384)
+    forget_last_size
+    expect_same_output { JSON.generate(SPARE_SIZED + [{ "tail" => "x" * 2_000 }]) }
+  end
+
+  it "writes documents of every size after each other, each guessing from the last" do
+    sizes = [600_000, 5, 20_000, 17_000, 600_000, 15_000, 2_000_000, 16_500, 300_000, 0, 40_000]
+    sizes.each_with_index do |size, i|
+      doc = size.zero? ? [] : self.class.document(size, 10 + i)
+      expect_same_output(stress: false) { JSON.generate(doc) }
+    end
+  end
+
+  it "rewrites U+2028 past 16 KiB under script_safe" do
     skip "json #{JSON::VERSION} has no script_safe" unless self.class.script_safe?
     expect_same_output { JSON.generate(LARGE + ["\u2028" * 1_000], script_safe: true) }
   end
@@ -82,7 +102,7 @@ RSpec.describe "RustyStdlib::JSON generating large output" do
     expect_same_output { JSON.generate([SPARE_SIZED, LargeInner.new(LARGE), SPARE_SIZED]) }
   end
 
-  it "raises the gem's error when it fails past 256 KiB" do
+  it "raises the gem's error when it fails past 16 KiB" do
     outcomes = [JSONGenParity::STDLIB, JSONGenParity::OURS].map do |generator|
       JSONGenParity.with_generator(generator) do
         JSON.generate(LARGE + [Float::NAN])

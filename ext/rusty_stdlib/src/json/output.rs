@@ -1,12 +1,15 @@
 //! The generators' output (both json 2's and json 3's): written into the thread's spare
-//! buffer while it is small, and into the result String itself once it is large, so a
+//! buffer while it is small, and into the result String itself once it is not, so a
 //! large document's text is not copied once more at the end.
 //!
 //! The gem writes into its own buffer and copies it into the result String
 //! (`fbuffer_to_s`); for twitter's 467 KB that copy (with its fresh memory) was about a
 //! tenth of our whole generate. Writing into a String from the first byte would cost
 //! small documents more: a String of the initial capacity, grown by copies, where the
-//! kept spare buffer needs neither.
+//! kept spare buffer needs neither. So a generation starts in the spare buffer, unless
+//! the thread's last output was large: then in a String of about that size, as an app's
+//! documents of one kind come in similar sizes (a request handler's, say). A wrong guess
+//! costs a larger malloc than needed, given back at the end.
 
 use std::cell::Cell;
 use std::ops::Deref;
@@ -17,15 +20,20 @@ use rusty_core::json::Output;
 
 use crate::helpers::raw::set_encoding_index;
 
-/// Output up to this size is written into the thread's spare buffer, which is kept up to
-/// this size for the next generation. The gem keeps nothing between calls, and a
-/// server's threads each keep theirs, so the bound is what one thread may hold on to.
-/// Reuse pays for small documents (a malloc and its first page faults per call).
-const SPARE_BUFFER_MAX: usize = 256 << 10;
+/// Output up to this size is written into the thread's spare buffer, which is kept for
+/// the next generation (the gem keeps nothing between calls; a server's threads each
+/// keep theirs). Past it, a copy at the end costs more than writing into a String: the
+/// copy of ohai.json's 20 KB was about 5% of its generate.
+const SPARE_BUFFER_MAX: usize = 16 << 10;
+
+/// The most a generation reserves up front from the last one's size.
+const GUESS_MAX: usize = 8 << 20;
 
 thread_local! {
     /// A generation nested in a `#to_json` finds it taken and makes its own.
     static SPARE_BUFFER: Cell<Vec<u8>> = const { Cell::new(Vec::new()) };
+    /// The length of the last output finished on this thread.
+    static LAST_LEN: Cell<usize> = const { Cell::new(0) };
 }
 
 /// A generation's output. Its bytes are at `ptr`: in `spare` while they fit in
@@ -49,13 +57,20 @@ impl RubyOutput {
         let mut spare = SPARE_BUFFER.with(Cell::take);
         spare.clear();
         spare.reserve(capacity.min(SPARE_BUFFER_MAX));
-        RubyOutput {
+        let mut out = RubyOutput {
             ptr: spare.as_mut_ptr(),
             len: 0,
             cap: spare.capacity(),
             spare,
             string: 0,
+        };
+        let guess = LAST_LEN.with(Cell::get);
+        if guess > SPARE_BUFFER_MAX {
+            // An eighth more, so that a slightly longer document needs no second malloc.
+            let guess = guess.min(GUESS_MAX);
+            out.grow(guess + guess / 8);
         }
+        out
     }
 
     /// The output as a String with encoding `encoding_index` (UTF-8's, as
@@ -75,6 +90,7 @@ impl RubyOutput {
             }
         };
         set_encoding_index(string, encoding_index);
+        LAST_LEN.with(|last| last.set(self.len));
         self.string = 0;
         self.len = 0;
         self.ptr = self.spare.as_mut_ptr();
@@ -82,9 +98,10 @@ impl RubyOutput {
         string
     }
 
-    /// `reserve`'s way when there is not room enough: the spare buffer grows while the
-    /// output fits in [`SPARE_BUFFER_MAX`]; past that the output moves into a String of
-    /// twice its size, which then at least doubles when it must grow.
+    /// `reserve`'s way when there is not room enough (and [`RubyOutput::new`]'s, for a
+    /// String of the guessed size): the spare buffer grows while the output fits in
+    /// [`SPARE_BUFFER_MAX`]; past that the output moves into a String of at least twice
+    /// its size, which then at least doubles when it must grow.
     #[cold]
     #[inline(never)]
     fn grow(&mut self, additional: usize) {
@@ -97,7 +114,8 @@ impl RubyOutput {
             // to 0 once `reserve` (which counts from it) is done.
             unsafe {
                 self.spare.set_len(self.len);
-                self.spare.reserve(additional);
+                let room = needed.max(2 * self.cap).min(SPARE_BUFFER_MAX);
+                self.spare.reserve_exact(room - self.len);
                 self.spare.set_len(0);
             }
             self.ptr = self.spare.as_mut_ptr();
