@@ -2,9 +2,9 @@
 
 require_relative "generator_helper"
 
-# Output past 16 KiB: ours moves it from the thread's reused buffer into the result
-# String itself (json/output.rs), where it keeps growing; and a generation after a large
-# one starts in a String of about the last one's size. These documents cross that point
+# Output past 256 KiB: ours moves it from the thread's reused buffer into the result
+# String itself (json/output.rs), where it keeps growing; and a generation after one of
+# 16 to 64 KiB starts in a String of about that size. These documents cross those points
 # in every way a generation can: plainly, with an escape rewritten across it, in a
 # #to_json that generates a large document itself, failing after it, and in sizes that
 # grow, shrink and jump after each other. Built here, so they run without the corpus.
@@ -40,8 +40,8 @@ RSpec.describe "RustyStdlib::JSON generating large output" do
   end
 
   LARGE = document(600_000, 1).freeze
-  # Just under 16 KiB of output.
-  SPARE_SIZED = ["é\n" * 3_800].freeze
+  # Just under 256 KiB of output.
+  SPARE_SIZED = ["é\n" * 63_000].freeze
 
   def self.script_safe?
     JSON::State.new.respond_to?(:script_safe)
@@ -64,7 +64,7 @@ RSpec.describe "RustyStdlib::JSON generating large output" do
     [expected, actual]
   end
 
-  it "writes a document past 16 KiB as the gem does, in each layout" do
+  it "writes a document past 256 KiB as the gem does, in each layout" do
     forget_last_size
     expect_same_output { JSON.generate(LARGE) }
     expect_same_output { JSON.pretty_generate(LARGE) }
@@ -78,22 +78,22 @@ RSpec.describe "RustyStdlib::JSON generating large output" do
     JSONGenParity.with_generator(JSONGenParity::OURS) { JSON.generate([]) }
   end
 
-  it "writes one that crosses 16 KiB only near its end" do
+  it "writes one that crosses 256 KiB only near its end" do
     forget_last_size
-    expect(JSONGenParity.with_generator(JSONGenParity::OURS) { JSON.generate(SPARE_SIZED) }.bytesize).to be_between(14_000, 16_384)
+    expect(JSONGenParity.with_generator(JSONGenParity::OURS) { JSON.generate(SPARE_SIZED) }.bytesize).to be_between(250_000, 262_144)
     forget_last_size
-    expect_same_output { JSON.generate(SPARE_SIZED + [{ "tail" => "x" * 2_000 }]) }
+    expect_same_output { JSON.generate(SPARE_SIZED + [{ "tail" => "x" * 20_000 }]) }
   end
 
   it "writes documents of every size after each other, each guessing from the last" do
-    sizes = [600_000, 5, 20_000, 17_000, 600_000, 15_000, 2_000_000, 16_500, 300_000, 0, 40_000]
+    sizes = [600_000, 5, 20_000, 17_000, 70_000, 60_000, 15_000, 2_000_000, 16_500, 300_000, 0, 40_000, 100]
     sizes.each_with_index do |size, i|
       doc = size.zero? ? [] : self.class.document(size, 10 + i)
       expect_same_output(stress: false) { JSON.generate(doc) }
     end
   end
 
-  it "rewrites U+2028 past 16 KiB under script_safe" do
+  it "rewrites U+2028 past 256 KiB under script_safe" do
     skip "json #{JSON::VERSION} has no script_safe" unless self.class.script_safe?
     expect_same_output { JSON.generate(LARGE + ["\u2028" * 1_000], script_safe: true) }
   end
@@ -102,7 +102,7 @@ RSpec.describe "RustyStdlib::JSON generating large output" do
     expect_same_output { JSON.generate([SPARE_SIZED, LargeInner.new(LARGE), SPARE_SIZED]) }
   end
 
-  it "raises the gem's error when it fails past 16 KiB" do
+  it "raises the gem's error when it fails past 256 KiB" do
     outcomes = [JSONGenParity::STDLIB, JSONGenParity::OURS].map do |generator|
       JSONGenParity.with_generator(generator) do
         JSON.generate(LARGE + [Float::NAN])
@@ -118,6 +118,10 @@ RSpec.describe "RustyStdlib::JSON generating large output" do
     require "objspace"
     expected, actual = expect_same_output(stress: false) { JSON.generate(LARGE) }
     # Ruby shrinks a String's buffer when more than 1 KiB of it is left over.
+    expect(ObjectSpace.memsize_of(actual)).to be <= ObjectSpace.memsize_of(expected) + 1024
+    # And one written into a String of the last one's size and an eighth.
+    medium = self.class.document(40_000, 3)
+    2.times { expected, actual = expect_same_output(stress: false) { JSON.generate(medium) } }
     expect(ObjectSpace.memsize_of(actual)).to be <= ObjectSpace.memsize_of(expected) + 1024
   end
 end

@@ -1,15 +1,19 @@
 //! The generators' output (both json 2's and json 3's): written into the thread's spare
-//! buffer while it is small, and into the result String itself once it is not, so a
+//! buffer while it is small, and into the result String itself once it is large, so a
 //! large document's text is not copied once more at the end.
 //!
 //! The gem writes into its own buffer and copies it into the result String
 //! (`fbuffer_to_s`); for twitter's 467 KB that copy (with its fresh memory) was about a
 //! tenth of our whole generate. Writing into a String from the first byte would cost
 //! small documents more: a String of the initial capacity, grown by copies, where the
-//! kept spare buffer needs neither. So a generation starts in the spare buffer, unless
-//! the thread's last output was large: then in a String of about that size, as an app's
-//! documents of one kind come in similar sizes (a request handler's, say). A wrong guess
-//! costs a larger malloc than needed, given back at the end.
+//! kept spare buffer needs neither. A medium-sized output (ohai's 20 KB, activitypub's
+//! 52 KB) is written into a String from the start when the thread's last output was about
+//! as large, as an app's documents of one kind come in similar sizes.
+//!
+//! Why not more of either: with glibc's malloc, Strings of a few hundred KB or more made
+//! at the first byte (or at 16 KiB and grown) were slower than the spare buffer and the
+//! switch at 256 KiB. canada's 2 MB generate went from 4.7 to 5.6 ms with 500 page faults
+//! each instead of 80: malloc gave fresh pages (mmap, or its heap trimmed back) each time.
 
 use std::cell::Cell;
 use std::ops::Deref;
@@ -20,14 +24,16 @@ use rusty_core::json::Output;
 
 use crate::helpers::raw::set_encoding_index;
 
-/// Output up to this size is written into the thread's spare buffer, which is kept for
-/// the next generation (the gem keeps nothing between calls; a server's threads each
-/// keep theirs). Past it, a copy at the end costs more than writing into a String: the
-/// copy of ohai.json's 20 KB was about 5% of its generate.
-const SPARE_BUFFER_MAX: usize = 16 << 10;
+/// Output up to this size is written into the thread's spare buffer, which is kept up to
+/// this size for the next generation. The gem keeps nothing between calls, and a
+/// server's threads each keep theirs, so the bound is what one thread may hold on to.
+/// Reuse pays for small documents (a malloc and its first page faults per call).
+const SPARE_BUFFER_MAX: usize = 256 << 10;
 
-/// The most a generation reserves up front from the last one's size.
-const GUESS_MAX: usize = 8 << 20;
+/// A generation starts in a String when the thread's last output had a length in this
+/// range (an eighth more is reserved). Below it the copy at the end costs little; above
+/// it, see the module's comment.
+const GUESSED: std::ops::RangeInclusive<usize> = (16 << 10)..=(64 << 10);
 
 thread_local! {
     /// A generation nested in a `#to_json` finds it taken and makes its own.
@@ -65,10 +71,9 @@ impl RubyOutput {
             string: 0,
         };
         let guess = LAST_LEN.with(Cell::get);
-        if guess > SPARE_BUFFER_MAX {
-            // An eighth more, so that a slightly longer document needs no second malloc.
-            let guess = guess.min(GUESS_MAX);
-            out.grow(guess + guess / 8);
+        if GUESSED.contains(&guess) {
+            let room = guess + guess / 8;
+            out.string_room(room, room);
         }
         out
     }
@@ -98,10 +103,8 @@ impl RubyOutput {
         string
     }
 
-    /// `reserve`'s way when there is not room enough (and [`RubyOutput::new`]'s, for a
-    /// String of the guessed size): the spare buffer grows while the output fits in
-    /// [`SPARE_BUFFER_MAX`]; past that the output moves into a String of at least twice
-    /// its size, which then at least doubles when it must grow.
+    /// `reserve`'s way when there is not room enough: the spare buffer grows while the
+    /// output fits in [`SPARE_BUFFER_MAX`]; past that the output moves into a String.
     #[cold]
     #[inline(never)]
     fn grow(&mut self, additional: usize) {
@@ -122,6 +125,13 @@ impl RubyOutput {
             self.cap = self.spare.capacity();
             return;
         }
+        self.string_room(needed, additional);
+    }
+
+    /// Moves the output into a String (of at least twice its length), or grows the one
+    /// it is in (at least doubling it), so that `additional` more bytes fit: `needed` in
+    /// all.
+    fn string_room(&mut self, needed: usize, additional: usize) {
         let (from, len) = (self.ptr, self.len);
         let string = self.string;
         let grown = protect(|| unsafe {
