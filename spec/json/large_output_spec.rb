@@ -4,7 +4,7 @@ require_relative "generator_helper"
 
 # Output past 256 KiB: ours moves it from the thread's reused buffer into the result
 # String itself (json/output.rs), where it keeps growing; and a generation after one of
-# 16 to 64 KiB starts in a String of about that size. These documents cross those points
+# 16 KiB to 1 MiB starts in a String of about that size. These documents cross those points
 # in every way a generation can: plainly, with an escape rewritten across it, in a
 # #to_json that generates a large document itself, failing after it, and in sizes that
 # grow, shrink and jump after each other. Built here, so they run without the corpus.
@@ -86,7 +86,8 @@ RSpec.describe "RustyStdlib::JSON generating large output" do
   end
 
   it "writes documents of every size after each other, each guessing from the last" do
-    sizes = [600_000, 5, 20_000, 17_000, 70_000, 60_000, 15_000, 2_000_000, 16_500, 300_000, 0, 40_000, 100]
+    sizes = [600_000, 5, 20_000, 17_000, 70_000, 60_000, 15_000, 2_000_000, 16_500, 300_000, 900_000, 1_500_000, 0,
+             40_000, 100]
     sizes.each_with_index do |size, i|
       doc = size.zero? ? [] : self.class.document(size, 10 + i)
       expect_same_output(stress: false) { JSON.generate(doc) }

@@ -6,14 +6,15 @@
 //! (`fbuffer_to_s`); for twitter's 467 KB that copy (with its fresh memory) was about a
 //! tenth of our whole generate. Writing into a String from the first byte would cost
 //! small documents more: a String of the initial capacity, grown by copies, where the
-//! kept spare buffer needs neither. A medium-sized output (ohai's 20 KB, activitypub's
-//! 52 KB) is written into a String from the start when the thread's last output was about
-//! as large, as an app's documents of one kind come in similar sizes.
+//! kept spare buffer needs neither. An output of 16 KiB to 1 MiB is written into a String
+//! from the start when the thread's last output was about as large, as an app's
+//! documents of one kind come in similar sizes (ohai's 20 KB, twitter's 467 KB).
 //!
-//! Why not more of either: with glibc's malloc, Strings of a few hundred KB or more made
-//! at the first byte (or at 16 KiB and grown) were slower than the spare buffer and the
-//! switch at 256 KiB. canada's 2 MB generate went from 4.7 to 5.6 ms with 500 page faults
-//! each instead of 80: malloc gave fresh pages (mmap, or its heap trimmed back) each time.
+//! Why not more of either: with glibc's malloc, canada's 2 MB generate in a loop went
+//! from 4.7 to 5.6 ms, with 500 page faults each instead of 80, when its String was made
+//! at the first byte from the guess, or at 16 KiB and grown: malloc gave it fresh pages
+//! (mmap, or its heap trimmed back) every time. Made at 256 KiB from the spare buffer
+//! and grown, it did not. Twitter's text twice (933 KB) guessed and not: 5 and 24 faults.
 
 use std::cell::Cell;
 use std::ops::Deref;
@@ -33,7 +34,7 @@ const SPARE_BUFFER_MAX: usize = 256 << 10;
 /// A generation starts in a String when the thread's last output had a length in this
 /// range (an eighth more is reserved). Below it the copy at the end costs little; above
 /// it, see the module's comment.
-const GUESSED: std::ops::RangeInclusive<usize> = (16 << 10)..=(64 << 10);
+const GUESSED: std::ops::RangeInclusive<usize> = (16 << 10)..=(1 << 20);
 
 thread_local! {
     /// A generation nested in a `#to_json` finds it taken and makes its own.
