@@ -2,8 +2,9 @@
 
 require_relative "generator_helper"
 
-# Output past 256 KiB: ours moves it from the thread's reused buffer into the result
-# String itself (json/output.rs), where it keeps growing; and a generation after one of
+# Output past 256 KiB: on Ruby 3.3 ours moves it from the thread's reused buffer into the
+# result String itself (json/output.rs), where it keeps growing (elsewhere it copies at the
+# end, as the gem does); and a generation after one of
 # 16 KiB to 1 MiB starts in a String of about that size. These documents cross those points
 # in every way a generation can: plainly, with an escape rewritten across it, in a
 # #to_json that generates a large document itself, failing after it, and in sizes that

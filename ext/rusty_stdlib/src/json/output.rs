@@ -1,6 +1,6 @@
 //! The generators' output (both json 2's and json 3's): written into the thread's spare
-//! buffer while it is small, and into the result String itself once it is large, so a
-//! large document's text is not copied once more at the end.
+//! buffer while it is small, and (on Ruby 3.3, see [`INTO_STRING`]) into the result String
+//! itself once it is large, so a large document's text is not copied once more at the end.
 //!
 //! The gem writes into its own buffer and copies it into the result String
 //! (`fbuffer_to_s`); for twitter's 467 KB that copy (with its fresh memory) was about a
@@ -35,6 +35,14 @@ const SPARE_BUFFER_MAX: usize = 256 << 10;
 /// range (an eighth more is reserved). Below it the copy at the end costs little; above
 /// it, see the module's comment.
 const GUESSED: std::ops::RangeInclusive<usize> = (16 << 10)..=(1 << 20);
+
+/// Whether output is ever written into the result String: on Ruby 3.3 only, where it was
+/// measured faster, in the json 3.1.0 bench and in loops. On Ruby 3.4 a loop of pretty and
+/// plain generates of twitter took 1.7x and 2x as long that way (155 and 114 page faults
+/// per generate instead of 3 and 4), though the bench's cells for them were fast; until
+/// that is understood 3.4 copies at the end, as the gem does. Ruby 3.1 was not measured.
+const INTO_STRING: bool =
+    rb_sys::RUBY_API_VERSION_CODE >= 30300 && rb_sys::RUBY_API_VERSION_CODE < 30400;
 
 thread_local! {
     /// A generation nested in a `#to_json` finds it taken and makes its own.
@@ -72,7 +80,7 @@ impl RubyOutput {
             string: 0,
         };
         let guess = LAST_LEN.with(Cell::get);
-        if GUESSED.contains(&guess) {
+        if INTO_STRING && GUESSED.contains(&guess) {
             let room = guess + guess / 8;
             out.string_room(room, room);
         }
@@ -113,12 +121,15 @@ impl RubyOutput {
             .len
             .checked_add(additional)
             .expect("JSON output larger than the address space");
-        if self.string == 0 && needed <= SPARE_BUFFER_MAX {
+        if self.string == 0 && (needed <= SPARE_BUFFER_MAX || !INTO_STRING) {
             // SAFETY: the first `len` bytes of `spare` are written; its length goes back
             // to 0 once `reserve` (which counts from it) is done.
             unsafe {
                 self.spare.set_len(self.len);
-                let room = needed.max(2 * self.cap).min(SPARE_BUFFER_MAX);
+                let mut room = needed.max(2 * self.cap);
+                if needed <= SPARE_BUFFER_MAX {
+                    room = room.min(SPARE_BUFFER_MAX);
+                }
                 self.spare.reserve_exact(room - self.len);
                 self.spare.set_len(0);
             }
