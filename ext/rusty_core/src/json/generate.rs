@@ -205,7 +205,7 @@ fn needs_escape_in(block: u64, slash: bool) -> bool {
 /// `out.extend_from_slice(b)` without a call to `memcpy` for the short pieces (keys,
 /// numbers, delimiters) that make up most of a document.
 #[inline(always)]
-pub fn push_bytes(out: &mut impl Output, b: &[u8]) {
+pub fn push_bytes(out: &mut (impl Output + ?Sized), b: &[u8]) {
     out.reserve(b.len());
     // SAFETY: `b.len()` bytes are reserved after `len`.
     unsafe {

@@ -37,16 +37,11 @@ pub trait Output: Deref<Target = [u8]> {
         }
     }
 
+    /// Appends `bytes` (short pieces without a call to `memcpy`, see
+    /// [`push_bytes`](super::generate::push_bytes)).
     #[inline(always)]
     fn extend_from_slice(&mut self, bytes: &[u8]) {
-        self.reserve(bytes.len());
-        let len = self.len();
-        // SAFETY: `bytes.len()` bytes are reserved after `len`, and `bytes` cannot be in
-        // that room (it is not written yet).
-        unsafe {
-            std::ptr::copy_nonoverlapping(bytes.as_ptr(), self.as_mut_ptr().add(len), bytes.len());
-            self.set_len(len + bytes.len());
-        }
+        super::generate::push_bytes(self, bytes)
     }
 
     /// Appends `count` copies of `byte`.

@@ -104,7 +104,9 @@ impl RubyOutput {
             }
         };
         set_encoding_index(string, encoding_index);
-        LAST_LEN.with(|last| last.set(self.len));
+        if INTO_STRING {
+            LAST_LEN.with(|last| last.set(self.len));
+        }
         self.string = 0;
         self.len = 0;
         self.ptr = self.spare.as_mut_ptr();
