@@ -1,20 +1,20 @@
 //! The generators' output (both json 2's and json 3's): written into the thread's spare
-//! buffer while it is small, and (on Ruby 3.3, see [`INTO_STRING`]) into the result String
-//! itself once it is large, so a large document's text is not copied once more at the end.
+//! buffer and copied into the result String at the end, as the gem does
+//! (`fbuffer_to_s`), unless the thread's last output was about as large: then it is
+//! written into a String of that size from the start, which becomes the result.
 //!
-//! The gem writes into its own buffer and copies it into the result String
-//! (`fbuffer_to_s`); for twitter's 467 KB that copy (with its fresh memory) was about a
-//! tenth of our whole generate. Writing into a String from the first byte would cost
-//! small documents more: a String of the initial capacity, grown by copies, where the
-//! kept spare buffer needs neither. An output of 16 KiB to 1 MiB is written into a String
-//! from the start when the thread's last output was about as large, as an app's
-//! documents of one kind come in similar sizes (ohai's 20 KB, twitter's 467 KB).
+//! For twitter's 467 KB that copy (with its fresh memory) was about a tenth of our whole
+//! generate. An app's documents of one kind come in similar sizes, so the last output is
+//! the guess.
 //!
-//! Why not more of either: with glibc's malloc, canada's 2 MB generate in a loop went
-//! from 4.7 to 5.6 ms, with 500 page faults each instead of 80, when its String was made
-//! at the first byte from the guess, or at 16 KiB and grown: malloc gave it fresh pages
-//! (mmap, or its heap trimmed back) every time. Made at 256 KiB from the spare buffer
-//! and grown, it did not. Twitter's text twice (933 KB) guessed and not: 5 and 24 faults.
+//! A large String's buffer is never shrunk in place, because of how glibc's malloc
+//! picks mmap: a block freed from mmap raises the size above which it maps fresh
+//! memory to that block's size. A String made an eighth larger than the guess and
+//! shrunk to its text before it was freed left that bound below the next String's
+//! size, so every generate of twitter got freshly mapped pages (114 page faults
+//! instead of 4, and twice the time, seen on Ruby 3.4). So the String is made only
+//! [`GUESS_SLACK`] larger than the guess; an output that ends up much shorter is copied
+//! into a String of its own size and the large buffer is freed whole at once.
 
 use std::cell::Cell;
 use std::ops::Deref;
@@ -32,17 +32,19 @@ use crate::helpers::raw::set_encoding_index;
 const SPARE_BUFFER_MAX: usize = 256 << 10;
 
 /// A generation starts in a String when the thread's last output had a length in this
-/// range (an eighth more is reserved). Below it the copy at the end costs little; above
-/// it, see the module's comment.
+/// range. Below it the copy at the end costs little; canada's 2 MB, made up front and
+/// grown, page-faulted more than its copy cost.
 const GUESSED: std::ops::RangeInclusive<usize> = (16 << 10)..=(1 << 20);
 
-/// Whether output is ever written into the result String: on Ruby 3.3 only, where it was
-/// measured faster, in the json 3.1.0 bench and in loops. On Ruby 3.4 a loop of pretty and
-/// plain generates of twitter took 1.7x and 2x as long that way (155 and 114 page faults
-/// per generate instead of 3 and 4), though the bench's cells for them were fast; until
-/// that is understood 3.4 copies at the end, as the gem does. Ruby 3.1 was not measured.
-const INTO_STRING: bool =
-    rb_sys::RUBY_API_VERSION_CODE >= 30300 && rb_sys::RUBY_API_VERSION_CODE < 30400;
+/// How much larger than the guess the String is made: within what `rb_str_resize`
+/// leaves unshrunk (1 KiB), so a document of the same size as the last keeps its
+/// String as it is.
+const GUESS_SLACK: usize = 512;
+
+/// Past this much room left over, the output is copied into a String of its own
+/// length (the gem's String holds no more than its text, and `rb_str_resize` would
+/// shrink it the same way, but in place: see the module's comment).
+const SLACK_KEPT: usize = 1024;
 
 thread_local! {
     /// A generation nested in a `#to_json` finds it taken and makes its own.
@@ -80,8 +82,8 @@ impl RubyOutput {
             string: 0,
         };
         let guess = LAST_LEN.with(Cell::get);
-        if INTO_STRING && GUESSED.contains(&guess) {
-            let room = guess + guess / 8;
+        if GUESSED.contains(&guess) {
+            let room = guess + GUESS_SLACK;
             out.string_room(room, room);
         }
         out
@@ -91,31 +93,33 @@ impl RubyOutput {
     /// `fbuffer_to_s` makes it). The output is empty afterwards.
     pub fn finish(&mut self, encoding_index: i32) -> VALUE {
         let len = self.len as std::os::raw::c_long;
-        let string = if self.string == 0 {
-            unsafe { rb_sys::rb_str_new(self.ptr as *const _, len) }
+        let string = self.string;
+        let result = if string != 0 && self.cap - self.len <= SLACK_KEPT {
+            // SAFETY: `len` bytes are written into `string`'s buffer, within its capacity.
+            unsafe { rb_sys::rb_str_set_len(string, len) };
+            string
         } else {
-            // SAFETY: `len` bytes are written into `string`'s buffer, within its
-            // capacity. `rb_str_resize` gives back the room left over when it is more than
-            // a little (a realloc that shrinks in place): the gem's String is as long as
-            // its text.
-            unsafe {
-                rb_sys::rb_str_set_len(self.string, len);
-                rb_sys::rb_str_resize(self.string, len)
+            let copy = unsafe { rb_sys::rb_str_new(self.ptr as *const _, len) };
+            if string != 0 {
+                // Frees the large buffer now, whole (`string` is garbage from here; its
+                // length first, as a resize to its own length does nothing).
+                unsafe {
+                    rb_sys::rb_str_set_len(string, len);
+                    rb_sys::rb_str_resize(string, 0);
+                }
             }
+            copy
         };
-        set_encoding_index(string, encoding_index);
-        if INTO_STRING {
-            LAST_LEN.with(|last| last.set(self.len));
-        }
+        set_encoding_index(result, encoding_index);
+        LAST_LEN.with(|last| last.set(self.len));
         self.string = 0;
         self.len = 0;
         self.ptr = self.spare.as_mut_ptr();
         self.cap = self.spare.capacity();
-        string
+        result
     }
 
-    /// `reserve`'s way when there is not room enough: the spare buffer grows while the
-    /// output fits in [`SPARE_BUFFER_MAX`]; past that the output moves into a String.
+    /// `reserve`'s way when there is not room enough: the buffer the output is in grows.
     #[cold]
     #[inline(never)]
     fn grow(&mut self, additional: usize) {
@@ -123,7 +127,7 @@ impl RubyOutput {
             .len
             .checked_add(additional)
             .expect("JSON output larger than the address space");
-        if self.string == 0 && (needed <= SPARE_BUFFER_MAX || !INTO_STRING) {
+        if self.string == 0 {
             // SAFETY: the first `len` bytes of `spare` are written; its length goes back
             // to 0 once `reserve` (which counts from it) is done.
             unsafe {
