@@ -5,8 +5,7 @@ require_relative "generator_helper"
 # Large output: ours writes into the thread's reused buffer (kept up to 256 KiB, grown past
 # it) and copies it into the result String at the end, as the gem does, unless the thread's
 # last output had 16 KiB to 1 MiB: then it writes into a String of that size from the start,
-# keeps it when the text fills it, grows it when the text is longer and copies the text out
-# when it is shorter (json/output.rs). These documents cross those points in every way a
+# grows it when the text is longer and shrinks it to the text at the end (json/output.rs). These documents cross those points in every way a
 # generation can: plainly, with an escape rewritten across 256 KiB, in a #to_json that
 # generates a large document itself, failing after it, and in sizes that repeat, grow,
 # shrink and jump after each other. Built here, so they run without the corpus.
@@ -126,7 +125,7 @@ RSpec.describe "RustyStdlib::JSON generating large output" do
     medium = self.class.document(40_000, 3)
     2.times { expected, actual = expect_same_output(stress: false) { JSON.generate(medium) } }
     expect(ObjectSpace.memsize_of(actual)).to be <= ObjectSpace.memsize_of(expected) + 1024
-    # And a much shorter one after a larger one (copied out of the String made for it).
+    # And a much shorter one after a larger one (the String made for it, shrunk).
     expect_same_output(stress: false) { JSON.generate(self.class.document(200_000, 4)) }
     expected, actual = expect_same_output(stress: false) { JSON.generate(medium) }
     expect(ObjectSpace.memsize_of(actual)).to be <= ObjectSpace.memsize_of(expected) + 1024

@@ -7,14 +7,13 @@
 //! generate. An app's documents of one kind come in similar sizes, so the last output is
 //! the guess.
 //!
-//! A large String's buffer is never shrunk in place, because of how glibc's malloc
-//! picks mmap: a block freed from mmap raises the size above which it maps fresh
-//! memory to that block's size. A String made an eighth larger than the guess and
-//! shrunk to its text before it was freed left that bound below the next String's
-//! size, so every generate of twitter got freshly mapped pages (114 page faults
-//! instead of 4, and twice the time, seen on Ruby 3.4). So the String is made only
-//! [`GUESS_SLACK`] larger than the guess; an output that ends up much shorter is copied
-//! into a String of its own size and the large buffer is freed whole at once.
+//! The String is made exactly the guessed size, because of how glibc's malloc picks
+//! mmap: a block freed from mmap raises the size above which it maps fresh memory to
+//! that block's size. A String made an eighth larger than the guess and shrunk to its
+//! text (as the gem's String is as long as its text) left that bound below the next
+//! String's size for good, so every generate of twitter got freshly mapped pages (114
+//! page faults instead of 4, and twice the time; seen on Ruby 3.4). Made at the guess,
+//! every block freed is at least as large as the next String of the same size.
 
 use std::cell::Cell;
 use std::ops::Deref;
@@ -32,19 +31,10 @@ use crate::helpers::raw::set_encoding_index;
 const SPARE_BUFFER_MAX: usize = 256 << 10;
 
 /// A generation starts in a String when the thread's last output had a length in this
-/// range. Below it the copy at the end costs little; canada's 2 MB, made up front and
-/// grown, page-faulted more than its copy cost.
+/// range. Below it the copy at the end costs little. Above it, canada's 2 MB in a String
+/// made up front page-faulted more than its copy cost (measured with the String an
+/// eighth larger than the guess, before the module's comment was understood; not retried).
 const GUESSED: std::ops::RangeInclusive<usize> = (16 << 10)..=(1 << 20);
-
-/// How much larger than the guess the String is made: within what `rb_str_resize`
-/// leaves unshrunk (1 KiB), so a document of the same size as the last keeps its
-/// String as it is.
-const GUESS_SLACK: usize = 512;
-
-/// Past this much room left over, the output is copied into a String of its own
-/// length (the gem's String holds no more than its text, and `rb_str_resize` would
-/// shrink it the same way, but in place: see the module's comment).
-const SLACK_KEPT: usize = 1024;
 
 thread_local! {
     /// A generation nested in a `#to_json` finds it taken and makes its own.
@@ -61,7 +51,7 @@ pub struct RubyOutput {
     cap: usize,
     /// The thread's spare buffer (its own length stays 0: `len` counts).
     spare: Vec<u8>,
-    /// The String that becomes the result, once the output outgrew `spare` (0 before). It
+    /// The String that becomes the result when the output is guessed large (else 0). It
     /// is only ever referenced from here, on the machine stack, so the GC keeps it, and
     /// does not move it (objects the stack refers to are pinned).
     string: VALUE,
@@ -83,8 +73,7 @@ impl RubyOutput {
         };
         let guess = LAST_LEN.with(Cell::get);
         if GUESSED.contains(&guess) {
-            let room = guess + GUESS_SLACK;
-            out.string_room(room, room);
+            out.string_room(guess, guess);
         }
         out
     }
@@ -94,21 +83,16 @@ impl RubyOutput {
     pub fn finish(&mut self, encoding_index: i32) -> VALUE {
         let len = self.len as std::os::raw::c_long;
         let string = self.string;
-        let result = if string != 0 && self.cap - self.len <= SLACK_KEPT {
-            // SAFETY: `len` bytes are written into `string`'s buffer, within its capacity.
-            unsafe { rb_sys::rb_str_set_len(string, len) };
-            string
-        } else {
-            let copy = unsafe { rb_sys::rb_str_new(self.ptr as *const _, len) };
-            if string != 0 {
-                // Frees the large buffer now, whole (`string` is garbage from here; its
-                // length first, as a resize to its own length does nothing).
-                unsafe {
-                    rb_sys::rb_str_set_len(string, len);
-                    rb_sys::rb_str_resize(string, 0);
-                }
+        let result = if string != 0 {
+            // SAFETY: `len` bytes are written into `string`'s buffer, within its
+            // capacity. `rb_str_resize` gives back the room left over when it is more than
+            // 1 KiB (a realloc that shrinks it): the gem's String is as long as its text.
+            unsafe {
+                rb_sys::rb_str_set_len(string, len);
+                rb_sys::rb_str_resize(string, len)
             }
-            copy
+        } else {
+            unsafe { rb_sys::rb_str_new(self.ptr as *const _, len) }
         };
         set_encoding_index(result, encoding_index);
         LAST_LEN.with(|last| last.set(self.len));
@@ -146,17 +130,18 @@ impl RubyOutput {
         self.string_room(needed, additional);
     }
 
-    /// Moves the output into a String (of at least twice its length), or grows the one
-    /// it is in (at least doubling it), so that `additional` more bytes fit: `needed` in
-    /// all.
+    /// Starts the output in a String of `needed` bytes (with nothing written yet), or
+    /// grows the one it is in (at least doubling it), so that `additional` more bytes
+    /// fit: `needed` in all.
     fn string_room(&mut self, needed: usize, additional: usize) {
-        let (from, len) = (self.ptr, self.len);
-        let string = self.string;
+        let (len, string) = (self.len, self.string);
+        debug_assert!(
+            string != 0 || len == 0,
+            "a String is started before any output"
+        );
         let grown = protect(|| unsafe {
             if string == 0 {
-                let string = rb_sys::rb_str_buf_new(needed.max(2 * len) as _);
-                std::ptr::copy_nonoverlapping(from, rb_sys::RSTRING_PTR(string) as *mut u8, len);
-                string
+                rb_sys::rb_str_buf_new(needed as _)
             } else {
                 // The String's length says how much of its buffer to keep when it moves.
                 rb_sys::rb_str_set_len(string, len as _);
