@@ -176,6 +176,39 @@ fn unescape_quirks() {
     assert_eq!(un("ab\\ud800").unwrap_err(), UnescapeError { at: 0 });
 }
 
+#[test]
+fn find_backslash_finds_the_first_in_range() {
+    // Every start, end and backslash position around the 16-byte blocks and the hand-off
+    // to memchr after 64 bytes.
+    for len in [0usize, 1, 15, 16, 17, 63, 64, 65, 80, 200] {
+        for at in (0..len).chain([usize::MAX]) {
+            let mut src = vec![b'a'; len];
+            if at != usize::MAX {
+                src[at] = b'\\';
+            }
+            for from in [0, 1, 7, 16, 50].into_iter().filter(|&f| f <= len) {
+                for end in [len, len.saturating_sub(1), len.saturating_sub(20)] {
+                    if end < from {
+                        continue;
+                    }
+                    let naive = src[from..end]
+                        .iter()
+                        .position(|&b| b == b'\\')
+                        .map(|k| from + k);
+                    assert_eq!(
+                        super::string::find_backslash(&src, from, end),
+                        naive,
+                        "len {len} at {at} from {from} end {end}"
+                    );
+                }
+            }
+        }
+    }
+    let two = b"ab\\cd\\";
+    assert_eq!(super::string::find_backslash(two, 0, two.len()), Some(2));
+    assert_eq!(super::string::find_backslash(two, 3, two.len()), Some(5));
+}
+
 /// `parse_float_fast` on a literal the number machine accepts as a float.
 fn float_fast(text: &[u8]) -> Option<f64> {
     use super::number::{scan_number, NumberScan};

@@ -3,7 +3,8 @@
 
 use super::error::Message;
 use crate::json::generate::find_escape;
-use crate::json::string::push_utf32;
+use crate::json::generate::push_bytes;
+use crate::json::string::{find_backslash, push_utf32};
 
 /// A string literal's end, or why it was rejected.
 pub(super) enum Scanned {
@@ -104,12 +105,12 @@ pub(super) fn unescape(
         let backslash = if src[pe] == b'\\' {
             pe
         } else {
-            match memchr::memchr(b'\\', &src[pe..end]) {
-                Some(off) => pe + off,
+            match find_backslash(src, pe, end) {
+                Some(at) => at,
                 None => break,
             }
         };
-        out.extend_from_slice(&src[copied..backslash]);
+        push_bytes(out, &src[copied..backslash]);
         pe = backslash + 1;
         let c = src[pe];
         let simple = match c {
@@ -183,6 +184,6 @@ pub(super) fn unescape(
         pe += 1;
         copied = pe;
     }
-    out.extend_from_slice(&src[copied..end]);
+    push_bytes(out, &src[copied..end]);
     Ok(())
 }
