@@ -5,10 +5,11 @@ require_relative "generator_helper"
 # Large output: ours writes into the thread's reused buffer (kept up to 256 KiB, grown past
 # it) and copies it into the result String at the end, as the gem does, unless the thread's
 # last output had 16 KiB to 1 MiB: then it writes into a String of that size from the start,
-# grows it when the text is longer and shrinks it to the text at the end (json/output.rs). These documents cross those points in every way a
-# generation can: plainly, with an escape rewritten across 256 KiB, in a #to_json that
-# generates a large document itself, failing after it, and in sizes that repeat, grow,
-# shrink and jump after each other. Built here, so they run without the corpus.
+# grows it when the text is longer and shrinks it to the text at the end (json/output.rs).
+# These documents cross those points in every way a generation can: plainly, with an escape
+# rewritten across 256 KiB, in a #to_json that generates a large document itself, failing
+# after it, and in sizes that repeat, grow, shrink and jump after each other. Built here, so
+# they run without the corpus.
 RSpec.describe "RustyStdlib::JSON generating large output" do
   include Parity
   include JSONGenParity

@@ -32,8 +32,8 @@ const SPARE_BUFFER_MAX: usize = 256 << 10;
 
 /// A generation starts in a String when the thread's last output had a length in this
 /// range. Below it the copy at the end costs little. Above it, canada's 2 MB in a String
-/// made up front page-faulted more than its copy cost (measured with the String an
-/// eighth larger than the guess, before the module's comment was understood; not retried).
+/// made up front page-faulted more than its copy cost; that was measured while the String
+/// was still an eighth larger than the guess (see the module's comment), and not since.
 const GUESSED: std::ops::RangeInclusive<usize> = (16 << 10)..=(1 << 20);
 
 thread_local! {
