@@ -491,3 +491,19 @@ fn string_scan_finds_specials_at_any_offset() {
         }
     }
 }
+
+#[test]
+fn hex_digits_reads_what_from_str_radix_reads() {
+    // Every byte in every position, the others a valid digit each.
+    for position in 0..4 {
+        for byte in 0..=255u8 {
+            let mut digits = *b"09aF";
+            digits[position] = byte;
+            let reference = std::str::from_utf8(&digits)
+                .ok()
+                .filter(|text| text.bytes().all(|b| b.is_ascii_hexdigit()))
+                .and_then(|text| u32::from_str_radix(text, 16).ok());
+            assert_eq!(super::string::hex_digits(&digits), reference, "{digits:?}");
+        }
+    }
+}

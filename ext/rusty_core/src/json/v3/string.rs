@@ -4,7 +4,7 @@
 use super::error::Message;
 use crate::json::generate::find_escape;
 use crate::json::generate::push_bytes;
-use crate::json::string::{find_backslash, push_utf32};
+use crate::json::string::{find_backslash, hex_digits, push_utf32};
 
 /// A string literal's end, or why it was rejected.
 pub(super) enum Scanned {
@@ -51,33 +51,13 @@ pub(super) struct Rejected {
     pub at: usize,
 }
 
-/// Each byte's value as a hex digit, or `NOT_HEX`.
-const HEX: [u8; 256] = {
-    let mut table = [NOT_HEX; 256];
-    let mut i = 0;
-    while i < 10 {
-        table[b'0' as usize + i] = i as u8;
-        i += 1;
-    }
-    let mut i = 0;
-    while i < 6 {
-        table[b'a' as usize + i] = 10 + i as u8;
-        table[b'A' as usize + i] = 10 + i as u8;
-        i += 1;
-    }
-    table
-};
-const NOT_HEX: u8 = 0xF0;
-
 /// `unescape_unicode`: the four hex digits at `at` (after a `\u` at `at - 2`), which must
 /// lie before `end`.
 #[inline(always)]
 fn hex4(src: &[u8], at: usize, end: usize) -> Result<u32, Rejected> {
     if at + 4 <= end {
-        let [a, b, c, d] = [0, 1, 2, 3].map(|i| HEX[src[at + i] as usize]);
-        // A non-digit's high bits survive the OR.
-        if (a | b | c | d) & NOT_HEX == 0 {
-            return Ok((a as u32) << 12 | (b as u32) << 8 | (c as u32) << 4 | d as u32);
+        if let Some(ch) = hex_digits(&src[at..at + 4]) {
+            return Ok(ch);
         }
     }
     Err(Rejected {
