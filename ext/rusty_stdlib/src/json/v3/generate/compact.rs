@@ -8,8 +8,9 @@ use rusty_core::json as core;
 use rusty_core::json::Output;
 
 use super::{utf8_text, valid_string, Gen};
-use crate::helpers::raw::class_of;
+use crate::helpers::raw::{class_of, flags};
 use crate::json::compact::{Leaves, NeedsRuby};
+use crate::json::key_cache;
 use crate::json::output::RubyOutput;
 
 impl Gen<'_> {
@@ -42,26 +43,47 @@ impl Leaves for Gen<'_> {
 
     /// A String key of class String or a Symbol, of the Hash's first key's type (json 3
     /// checks Hashes with both for keys that collide: the general walk does), with valid
-    /// UTF-8 text.
+    /// UTF-8 text. Runs at every pair: the key table is looked up before a Symbol's text
+    /// is fetched (`rb_sym2str`, a call), and with the key's type already known.
     #[inline(always)]
     fn key(&mut self, ruby: &Ruby, key: VALUE, first: ruby_value_type) -> Result<(), NeedsRuby> {
         let key_type = unsafe { rb_sys::RB_TYPE(key) };
-        let text = match key_type {
-            _ if key_type != first => return Err(NeedsRuby),
-            ruby_value_type::RUBY_T_STRING if class_of(key) == ruby.class_string().as_raw() => key,
-            ruby_value_type::RUBY_T_SYMBOL => unsafe { rb_sys::rb_sym2str(key) },
+        if key_type != first {
+            return Err(NeedsRuby);
+        }
+        // Whether the key table may hold it (`key_cache::keepable`).
+        let keepable = match key_type {
+            ruby_value_type::RUBY_T_STRING if class_of(key) == ruby.class_string().as_raw() => {
+                flags(key) & rb_sys::ruby_fl_type::RUBY_FL_FREEZE as VALUE != 0
+            }
+            ruby_value_type::RUBY_T_SYMBOL => true,
             _ => return Err(NeedsRuby),
         };
-        if self.known_key(key) {
-            return Ok(());
+        // The compact layout's delimiter is the `:` kept with the key.
+        debug_assert!(self.colon_only);
+        let escaping = self.key_escaping;
+        if keepable {
+            // SAFETY: see `key_cache::Lazy::table`; the table and the output are separate.
+            if let Some(written) = unsafe { (*self.keys.table()).get(key, escaping) } {
+                core::push_bytes(&mut self.out, written);
+                return Ok(());
+            }
         }
+        let text = if key_type == ruby_value_type::RUBY_T_SYMBOL {
+            unsafe { rb_sys::rb_sym2str(key) }
+        } else {
+            key
+        };
         if !utf8_text(text) {
             return Err(NeedsRuby);
         }
         let mark = self.out.len();
         self.valid_raw_string(text).map_err(|_| NeedsRuby)?;
         self.out.push(b':');
-        self.remember_key(key, mark);
+        if keepable && self.out.len() - mark <= key_cache::MAX_LEN {
+            // SAFETY: as above.
+            unsafe { (*self.keys.table()).put(key, escaping, &self.out[mark..]) };
+        }
         Ok(())
     }
 
