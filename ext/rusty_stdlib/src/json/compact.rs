@@ -120,6 +120,10 @@ fn value_at<G: Leaves>(gen: &mut G, ruby: &Ruby, raw: VALUE, depth: i64) -> Resu
     } else if raw & 1 == 1 {
         core::write_i64((raw as i64) >> 1, gen.out());
         Ok(())
+    } else if !rb_sys::SPECIAL_CONST_P(raw) && class_of(raw) == ruby.class_string().as_raw() {
+        // The commonest leaf, written here rather than through `object`, which is not
+        // inlined (it recurses) and pays a call for every value it writes.
+        gen.string(ruby, raw)
     } else {
         object(gen, ruby, raw, depth)
     }
@@ -152,8 +156,6 @@ fn object<G: Leaves>(gen: &mut G, ruby: &Ruby, raw: VALUE, depth: i64) -> Result
         elements(gen, ruby, raw, depth)?;
         gen.out().push(b']');
         Ok(())
-    } else if klass == ruby.class_string().as_raw() {
-        gen.string(ruby, raw)
     } else if klass == ruby.class_float().as_raw() {
         gen.float(ruby, raw)
     } else {
