@@ -121,9 +121,11 @@ fn value_at<G: Leaves>(gen: &mut G, ruby: &Ruby, raw: VALUE, depth: i64) -> Resu
         core::write_i64((raw as i64) >> 1, gen.out());
         Ok(())
     } else if !rb_sys::SPECIAL_CONST_P(raw) && class_of(raw) == ruby.class_string().as_raw() {
-        // The commonest leaf, written here rather than through `object`, which is not
+        // The commonest leaves, written here rather than through `object`, which is not
         // inlined (it recurses) and pays a call for every value it writes.
         gen.string(ruby, raw)
+    } else if rb_sys::FLONUM_P(raw) {
+        gen.float(ruby, raw)
     } else {
         object(gen, ruby, raw, depth)
     }
