@@ -12,7 +12,7 @@ use magnus::{rb_sys::FromRawValue, Error, Ruby, Value};
 use rb_sys::VALUE;
 use rusty_core::json::{parse_float_fast, same_bytes, Decimal, Sink};
 
-use crate::helpers::raw::set_encoding_index;
+use crate::helpers::raw::{set_encoding_index, str_bytes};
 use crate::helpers::reentry::once;
 use crate::helpers::{fresh_array, fresh_hash};
 
@@ -522,43 +522,47 @@ impl RubySink {
         }
     }
 
-    /// An object key, from the [`KeyCache`] when a parse already made it.
+    /// An object key, from the [`KeyCache`] when a parse already made it. Runs for every
+    /// key, so only the cache hit is inlined here: with the miss's code (making the key,
+    /// filling the slot) in the same function, every call saved and restored registers
+    /// that only a miss uses.
     #[inline(always)]
     fn key(&mut self, bytes: &[u8]) -> Result<(), Error> {
         if bytes.len() > CACHED_KEY_MAX {
-            let (string, value) = self.make_key(bytes)?;
-            let hint = self.hint_of(string);
-            self.push_key(value, hint);
-            return Ok(());
+            return self.new_key(bytes, None);
         }
-        let keys = unsafe { std::ptr::addr_of_mut!((*self.parses).keys) };
         let hash = key_hash(bytes);
-        let index = hash as usize & (KEY_CACHE_SLOTS - 1);
         let symbol = self.flavour.symbolize_names;
-        {
-            let cache = unsafe { (*keys).get_or_insert_with(KeyCache::new) };
-            let slot = &cache.slots[index];
-            if slot.string != 0 && slot.hash == hash && slot.symbol == symbol {
-                // The cached String is frozen and interned: its bytes cannot change.
-                let cached = unsafe {
-                    let ptr = rb_sys::RSTRING_PTR(slot.string) as *const u8;
-                    std::slice::from_raw_parts(ptr, rb_sys::RSTRING_LEN(slot.string) as usize)
-                };
-                if same_bytes(cached, bytes) {
-                    let (v, hint) = (slot.value, slot.hint);
-                    self.push_key(v, hint);
-                    return Ok(());
-                }
+        if let Some(cache) = unsafe { (*self.parses).keys.as_deref() } {
+            let slot = &cache.slots[hash as usize & (KEY_CACHE_SLOTS - 1)];
+            // The cached String is frozen and interned: its bytes cannot change.
+            if slot.string != 0
+                && slot.hash == hash
+                && slot.symbol == symbol
+                && same_bytes(str_bytes(slot.string), bytes)
+            {
+                let (v, hint) = (slot.value, slot.hint);
+                self.push_key(v, hint);
+                return Ok(());
             }
         }
+        self.new_key(bytes, Some(hash))
+    }
+
+    /// A key the [`KeyCache`] does not have: made, and kept there under its `hash` (None:
+    /// too long to keep).
+    #[inline(never)]
+    fn new_key(&mut self, bytes: &[u8], hash: Option<u32>) -> Result<(), Error> {
         // No reference into the cache is held here: making the key may run the GC,
         // whose mark reads the cache (and a nested parse may write it).
         let (string, value) = self.make_key(bytes)?;
         let hint = self.hint_of(string);
-        if let Some(cache) = unsafe { (*keys).as_mut() } {
-            cache.slots[index] = KeySlot {
+        if let Some(hash) = hash {
+            let keys = unsafe { std::ptr::addr_of_mut!((*self.parses).keys) };
+            let cache = unsafe { (*keys).get_or_insert_with(KeyCache::new) };
+            cache.slots[hash as usize & (KEY_CACHE_SLOTS - 1)] = KeySlot {
                 hash,
-                symbol,
+                symbol: self.flavour.symbolize_names,
                 string,
                 value,
                 hint,
