@@ -30,10 +30,13 @@ pub fn class_of(obj: VALUE) -> VALUE {
 #[inline(always)]
 pub fn str_bytes<'a>(s: VALUE) -> &'a [u8] {
     // SAFETY: `s` is a live String: its bytes are embedded in the struct unless it is
-    // flagged NOEMBED, and a heap String's pointer is never null.
+    // flagged NOEMBED. An empty one is not read (its pointer might be null).
     unsafe {
         let string = &*(s as *const rb_sys::RString);
         let len = string.len as usize;
+        if len == 0 {
+            return &[];
+        }
         let heap = string.basic.flags & rb_sys::ruby_rstring_flags::RSTRING_NOEMBED as VALUE != 0;
         let ptr = if heap {
             string.as_.heap.ptr as *const u8
