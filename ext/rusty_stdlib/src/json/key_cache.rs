@@ -73,11 +73,17 @@ pub fn kept_escaping(escaping: u8, colon_only: bool) -> u8 {
 /// Whether `key` may be stored: a Symbol, or a frozen String.
 #[inline(always)]
 pub fn keepable(key: VALUE) -> bool {
+    keepable_as(key, unsafe { rb_sys::RB_TYPE(key) })
+}
+
+/// [`keepable`] of a `key` whose type (`RB_TYPE`) the caller has read already.
+#[inline(always)]
+pub fn keepable_as(key: VALUE, key_type: rb_sys::ruby_value_type) -> bool {
     use rb_sys::ruby_value_type::{RUBY_T_STRING, RUBY_T_SYMBOL};
-    unsafe {
-        rb_sys::RB_TYPE_P(key, RUBY_T_SYMBOL)
-            || (rb_sys::RB_TYPE_P(key, RUBY_T_STRING)
-                && flags(key) & rb_sys::ruby_fl_type::RUBY_FL_FREEZE as VALUE != 0)
+    match key_type {
+        RUBY_T_SYMBOL => true,
+        RUBY_T_STRING => flags(key) & rb_sys::ruby_fl_type::RUBY_FL_FREEZE as VALUE != 0,
+        _ => false,
     }
 }
 
