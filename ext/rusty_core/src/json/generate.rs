@@ -116,15 +116,7 @@ fn push_ascii_escape(out: &mut impl Output, c: u8) {
     if letter == 0 {
         return push_u_escape(out, c as u32);
     }
-    out.reserve(2);
-    let len = out.len();
-    // SAFETY: two bytes are reserved after `len`.
-    unsafe {
-        let dst = out.as_mut_ptr().add(len);
-        *dst = b'\\';
-        *dst.add(1) = letter;
-        out.set_len(len + 2);
-    }
+    push_bytes(out, &[b'\\', letter]);
 }
 
 /// Appends the contents of a JSON string (without quotes) for UTF-8 bytes `s`. With

@@ -131,11 +131,8 @@ fn value_at<G: Leaves>(gen: &mut G, ruby: &Ruby, raw: VALUE, depth: i64) -> Resu
     }
 }
 
-/// `value_at` of a value with a class to look at.
+/// `value_at` of a value it does not write itself (not a flonum or a String).
 fn object<G: Leaves>(gen: &mut G, ruby: &Ruby, raw: VALUE, depth: i64) -> Result<(), NeedsRuby> {
-    if rb_sys::FLONUM_P(raw) {
-        return gen.float(ruby, raw);
-    }
     if rb_sys::SPECIAL_CONST_P(raw) {
         // Symbols and the rest: each dialect writes them its own way.
         return Err(NeedsRuby);
