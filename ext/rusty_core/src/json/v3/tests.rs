@@ -149,6 +149,70 @@ fn unicode_escapes() {
     }
 }
 
+/// Strings of random pieces (plain runs of every length up to past the 16-byte search
+/// step, two-character escapes, `\u` escapes of each UTF-8 length, surrogate pairs), each
+/// written escaped and as the text it stands for: the unescaper, which writes into a
+/// single reserve, must give that text back for every mix.
+#[test]
+fn random_escaped_strings_unescape_to_their_text() {
+    let mut seed = 0xe5c_u64;
+    let chars = [
+        'a',
+        'é',
+        '\u{30b9}',
+        '\u{1f600}',
+        '<',
+        '"',
+        '\\',
+        '/',
+        '\n',
+        '\t',
+    ];
+    for _ in 0..5_000 {
+        let mut json = String::from("\"");
+        let mut text = String::new();
+        for _ in 0..crate::xorshift(&mut seed) % 12 {
+            let c = chars[(crate::xorshift(&mut seed) % chars.len() as u64) as usize];
+            match crate::xorshift(&mut seed) % 4 {
+                0 => {
+                    let run = (crate::xorshift(&mut seed) % 40) as usize;
+                    json.extend(std::iter::repeat_n('x', run));
+                    text.extend(std::iter::repeat_n('x', run));
+                }
+                1 if c.len_utf16() == 2 => {
+                    let mut units = [0u16; 2];
+                    c.encode_utf16(&mut units);
+                    json.push_str(&format!("\\u{:04x}\\u{:04X}", units[0], units[1]));
+                    text.push(c);
+                }
+                1 => {
+                    json.push_str(&format!("\\u{:04x}", c as u32));
+                    text.push(c);
+                }
+                2 => {
+                    let escaped = match c {
+                        '"' => "\\\"",
+                        '\\' => "\\\\",
+                        '/' => "\\/",
+                        '\n' => "\\n",
+                        '\t' => "\\t",
+                        _ => "\\b",
+                    };
+                    json.push_str(escaped);
+                    text.push(if escaped == "\\b" { '\u{8}' } else { c });
+                }
+                _ if c == '"' || c == '\\' || c == '\n' || c == '\t' => {}
+                _ => {
+                    json.push(c);
+                    text.push(c);
+                }
+            }
+        }
+        json.push('"');
+        assert_eq!(plain(&json), format!("s{text}"), "{json}");
+    }
+}
+
 #[test]
 fn errors_with_positions_and_paths() {
     let cases = [
