@@ -9,7 +9,7 @@ require_relative "../spec_helper"
 module HttpGemsSpec
   GEMS = %w[httparty rest-client faraday webmock].freeze
 
-  # Against a WEBrick server on 127.0.0.1 (the Date and Server headers masked).
+  # Against a WEBrick server on 127.0.0.1 (the Date and Server headers and its port masked).
   CLIENTS = <<~'RUBY'
     require "webrick"
     require "net/http"
@@ -23,7 +23,10 @@ module HttpGemsSpec
                                      AccessLog: [])
     server.mount_proc("/json") do |req, res|
       res["Content-Type"] = "application/json"
-      res.body = JSON.generate("q" => req.query, "m" => req.request_method, "b" => req.body,
+      # WEBrick's query keys are binary Strings, which json 3 refuses to write when not
+      # ASCII ("é" below): they are UTF-8, as the client sent them.
+      query = req.query.to_h { |k, v| [k.dup.force_encoding(Encoding::UTF_8), v.to_s.dup.force_encoding(Encoding::UTF_8)] }
+      res.body = JSON.generate("q" => query, "m" => req.request_method, "b" => req.body,
                                "ct" => req["content-type"], "headers" => req.header.keys.sort)
     end
     server.mount_proc("/chunked") do |_req, res|
@@ -62,7 +65,7 @@ module HttpGemsSpec
       post_form: -> { r = Net::HTTP.post_form(URI("#{base}/json"), "a" => "1 2", "b" => %w[x y]); [r.code, JSON.parse(r.body)] }
     }
     results = cases.transform_values do |call|
-      call.call.inspect.gsub(/0x\h+/, "0x_").gsub(/\d\d:\d\d:\d\d GMT/, "T")
+      call.call.inspect.gsub(/0x\h+/, "0x_").gsub(/\d\d:\d\d:\d\d GMT/, "T").gsub(/127\.0\.0\.1:\d+/, "127.0.0.1:port")
     rescue StandardError => e
       "raised #{e.class}: #{e.message}"
     end
