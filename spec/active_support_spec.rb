@@ -85,9 +85,12 @@ RSpec.describe "rusty_stdlib under ActiveSupport" do
       require "rusty_stdlib"
       require "active_support/all"
       require "net/http"
-      print RustyStdlib.status.values.uniq.inspect, " ", JSON.generator.name
+      print RustyStdlib.status.values.uniq.inspect, " ", JSON.generator.name, " ", JSON::VERSION
     RUBY
     expect(status).to be_success, err
-    expect(out).to eq("[:installed] RustyStdlib::JSON::Generator")
+    # json 3's generator is its own class (lib/rusty_stdlib/json/generator_v3.rb).
+    version = out.split.last
+    generator = Gem::Version.new(version) >= Gem::Version.new("3") ? "V3::Generator" : "Generator"
+    expect(out).to eq("[:installed] RustyStdlib::JSON::#{generator} #{version}")
   end
 end
