@@ -325,6 +325,16 @@ pub fn quote_valid_utf8(s: &[u8], escape_slash: bool, out: &mut impl Output) {
 /// same bytes (without `slash`), so it uses this too.
 #[inline(always)]
 pub(super) fn find_escape(s: &[u8], from: usize, slash: bool) -> usize {
+    // Each its own loop: without `slash`, one comparison fewer per block.
+    if slash {
+        find_escape_in::<true>(s, from)
+    } else {
+        find_escape_in::<false>(s, from)
+    }
+}
+
+#[inline(always)]
+fn find_escape_in<const SLASH: bool>(s: &[u8], from: usize) -> usize {
     let mut i = from;
     #[cfg(target_arch = "x86_64")]
     {
@@ -332,19 +342,28 @@ pub(super) fn find_escape(s: &[u8], from: usize, slash: bool) -> usize {
         use std::arch::x86_64::*;
         // SAFETY: every load reads 16 bytes inside `s`.
         unsafe {
-            let quote = _mm_set1_epi8(b'"' as i8);
-            let backslash = _mm_set1_epi8(b'\\' as i8);
-            // Without `slash`, the third comparison repeats the quote's.
-            let third = _mm_set1_epi8(if slash { b'/' } else { b'"' } as i8);
-            let control_max = _mm_set1_epi8(0x1f);
+            // Most strings (keys, dates, URLs) end in the first two blocks, inline.
+            for _ in 0..2 {
+                if i + 16 > s.len() {
+                    break;
+                }
+                let x = _mm_loadu_si128(s.as_ptr().add(i) as *const __m128i);
+                let mask = _mm_movemask_epi8(sse2_escapes::<SLASH>(x));
+                if mask != 0 {
+                    return i + mask.trailing_zeros() as usize;
+                }
+                i += 16;
+            }
+            // Longer runs (HTML and prose in activitypub's and twitter's strings) go 32
+            // bytes at a time where the CPU has AVX2; with less than `AVX2_FROM` left the
+            // call would cost more than it saves.
+            if s.len() - i >= AVX2_FROM && avx2::available() {
+                // SAFETY: AVX2 is available.
+                return avx2::find_escape::<SLASH>(s, i);
+            }
             while i + 16 <= s.len() {
                 let x = _mm_loadu_si128(s.as_ptr().add(i) as *const __m128i);
-                let control = _mm_cmpeq_epi8(_mm_min_epu8(x, control_max), x);
-                let hits = _mm_or_si128(
-                    _mm_or_si128(_mm_cmpeq_epi8(x, quote), _mm_cmpeq_epi8(x, backslash)),
-                    _mm_or_si128(_mm_cmpeq_epi8(x, third), control),
-                );
-                let mask = _mm_movemask_epi8(hits);
+                let mask = _mm_movemask_epi8(sse2_escapes::<SLASH>(x));
                 if mask != 0 {
                     return i + mask.trailing_zeros() as usize;
                 }
@@ -352,9 +371,38 @@ pub(super) fn find_escape(s: &[u8], from: usize, slash: bool) -> usize {
             }
         }
     }
+    find_escape_tail::<SLASH>(s, i)
+}
+
+/// The bytes of `x` that need an escape, as all-ones bytes.
+///
+/// # Safety
+/// None beyond SSE2, which x86_64 always has.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+unsafe fn sse2_escapes<const SLASH: bool>(
+    x: std::arch::x86_64::__m128i,
+) -> std::arch::x86_64::__m128i {
+    use std::arch::x86_64::*;
+    let control = _mm_cmpeq_epi8(_mm_min_epu8(x, _mm_set1_epi8(0x1f)), x);
+    let quote_or_backslash = _mm_or_si128(
+        _mm_cmpeq_epi8(x, _mm_set1_epi8(b'"' as i8)),
+        _mm_cmpeq_epi8(x, _mm_set1_epi8(b'\\' as i8)),
+    );
+    let hits = _mm_or_si128(quote_or_backslash, control);
+    if SLASH {
+        _mm_or_si128(hits, _mm_cmpeq_epi8(x, _mm_set1_epi8(b'/' as i8)))
+    } else {
+        hits
+    }
+}
+
+/// `find_escape` for the last bytes, fewer than a SIMD block: eight at a time, then one.
+#[inline(always)]
+fn find_escape_tail<const SLASH: bool>(s: &[u8], mut i: usize) -> usize {
     while i + 8 <= s.len() {
         let block = u64::from_le_bytes(s[i..i + 8].try_into().unwrap());
-        if needs_escape_in(block, slash) {
+        if needs_escape_in(block, SLASH) {
             break;
         }
         i += 8;
@@ -362,11 +410,80 @@ pub(super) fn find_escape(s: &[u8], from: usize, slash: bool) -> usize {
     while i < s.len() {
         match CLASS[s[i] as usize] {
             1 => return i,
-            2 if slash => return i,
+            2 if SLASH => return i,
             _ => i += 1,
         }
     }
     i
+}
+
+/// How many bytes must be left, after the two inline blocks, for `find_escape` to call the
+/// AVX2 loop: with fewer, the SSE2 blocks they take cost less than the call.
+#[cfg(target_arch = "x86_64")]
+const AVX2_FROM: usize = 64;
+
+#[cfg(target_arch = "x86_64")]
+mod avx2 {
+    use std::arch::x86_64::*;
+    use std::sync::atomic::{AtomicU8, Ordering};
+
+    /// 0: not asked yet, 1: no, 2: yes: the check in the scan is one load.
+    static AVAILABLE: AtomicU8 = AtomicU8::new(0);
+
+    #[inline(always)]
+    pub(super) fn available() -> bool {
+        match AVAILABLE.load(Ordering::Relaxed) {
+            0 => detect(),
+            known => known == 2,
+        }
+    }
+
+    #[cold]
+    fn detect() -> bool {
+        let yes = std::is_x86_feature_detected!("avx2");
+        AVAILABLE.store(if yes { 2 } else { 1 }, Ordering::Relaxed);
+        yes
+    }
+
+    /// `find_escape_in` 32 bytes at a time, then the SSE2 and scalar steps for the rest.
+    ///
+    /// # Safety
+    /// The CPU must have AVX2.
+    #[target_feature(enable = "avx2")]
+    pub(super) unsafe fn find_escape<const SLASH: bool>(s: &[u8], mut i: usize) -> usize {
+        let control_max = _mm256_set1_epi8(0x1f);
+        let quote = _mm256_set1_epi8(b'"' as i8);
+        let backslash = _mm256_set1_epi8(b'\\' as i8);
+        let slash = _mm256_set1_epi8(b'/' as i8);
+        // SAFETY: every load reads 32 (then 16) bytes inside `s`.
+        unsafe {
+            while i + 32 <= s.len() {
+                let x = _mm256_loadu_si256(s.as_ptr().add(i) as *const __m256i);
+                let control = _mm256_cmpeq_epi8(_mm256_min_epu8(x, control_max), x);
+                let mut hits = _mm256_or_si256(
+                    _mm256_or_si256(_mm256_cmpeq_epi8(x, quote), _mm256_cmpeq_epi8(x, backslash)),
+                    control,
+                );
+                if SLASH {
+                    hits = _mm256_or_si256(hits, _mm256_cmpeq_epi8(x, slash));
+                }
+                let mask = _mm256_movemask_epi8(hits) as u32;
+                if mask != 0 {
+                    return i + mask.trailing_zeros() as usize;
+                }
+                i += 32;
+            }
+            if i + 16 <= s.len() {
+                let x = _mm_loadu_si128(s.as_ptr().add(i) as *const __m128i);
+                let mask = _mm_movemask_epi8(super::sse2_escapes::<SLASH>(x));
+                if mask != 0 {
+                    return i + mask.trailing_zeros() as usize;
+                }
+                i += 16;
+            }
+        }
+        super::find_escape_tail::<SLASH>(s, i)
+    }
 }
 
 /// [`escape_string`] for a string the caller knows to be well-formed UTF-8 (without
@@ -636,10 +753,20 @@ mod tests {
 
     #[test]
     fn fast_escape_finds_a_special_byte_at_every_offset() {
-        for len in 0..40 {
+        // Past 64 bytes too: the AVX2 loop's 32-byte blocks, its 16-byte step and the tail.
+        for len in 0..140 {
             for at in 0..=len {
-                for special in [None, Some(b'"'), Some(b'\\'), Some(b'\n'), Some(b'/')] {
-                    let mut s = vec![b'a'; len];
+                let specials = [
+                    None,
+                    Some(b'"'),
+                    Some(b'\\'),
+                    Some(b'\n'),
+                    Some(b'/'),
+                    Some(0),
+                    Some(0x1f),
+                ];
+                for (special, filler) in specials.into_iter().flat_map(|c| [(c, b'a'), (c, 0x7f)]) {
+                    let mut s = vec![filler; len];
                     if let (Some(c), true) = (special, at < len) {
                         s[at] = c;
                     }
