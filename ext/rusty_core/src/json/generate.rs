@@ -339,18 +339,15 @@ fn find_escape_in<const SLASH: bool>(s: &[u8], from: usize) -> usize {
     #[cfg(target_arch = "x86_64")]
     {
         // SSE2 is part of x86_64: sixteen bytes at a time.
-        use std::arch::x86_64::*;
-        // SAFETY: every load reads 16 bytes inside `s`.
+        // SAFETY: every block read lies inside `s`.
         unsafe {
             // Most strings (keys, dates, URLs) end in the first two blocks, inline.
             for _ in 0..2 {
                 if i + 16 > s.len() {
                     break;
                 }
-                let x = _mm_loadu_si128(s.as_ptr().add(i) as *const __m128i);
-                let mask = _mm_movemask_epi8(sse2_escapes::<SLASH>(x));
-                if mask != 0 {
-                    return i + mask.trailing_zeros() as usize;
+                if let Some(at) = sse2_block::<SLASH>(s, i) {
+                    return at;
                 }
                 i += 16;
             }
@@ -362,10 +359,8 @@ fn find_escape_in<const SLASH: bool>(s: &[u8], from: usize) -> usize {
                 return avx2::find_escape::<SLASH>(s, i);
             }
             while i + 16 <= s.len() {
-                let x = _mm_loadu_si128(s.as_ptr().add(i) as *const __m128i);
-                let mask = _mm_movemask_epi8(sse2_escapes::<SLASH>(x));
-                if mask != 0 {
-                    return i + mask.trailing_zeros() as usize;
+                if let Some(at) = sse2_block::<SLASH>(s, i) {
+                    return at;
                 }
                 i += 16;
             }
@@ -374,27 +369,26 @@ fn find_escape_in<const SLASH: bool>(s: &[u8], from: usize) -> usize {
     find_escape_tail::<SLASH>(s, i)
 }
 
-/// The bytes of `x` that need an escape, as all-ones bytes.
+/// The first byte that needs an escape among the sixteen at `i`, if any.
 ///
 /// # Safety
-/// None beyond SSE2, which x86_64 always has.
+/// `s[i..i + 16]` must lie inside `s`. (SSE2 is part of x86_64.)
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
-unsafe fn sse2_escapes<const SLASH: bool>(
-    x: std::arch::x86_64::__m128i,
-) -> std::arch::x86_64::__m128i {
+unsafe fn sse2_block<const SLASH: bool>(s: &[u8], i: usize) -> Option<usize> {
     use std::arch::x86_64::*;
+    let x = _mm_loadu_si128(s.as_ptr().add(i) as *const __m128i);
     let control = _mm_cmpeq_epi8(_mm_min_epu8(x, _mm_set1_epi8(0x1f)), x);
     let quote_or_backslash = _mm_or_si128(
         _mm_cmpeq_epi8(x, _mm_set1_epi8(b'"' as i8)),
         _mm_cmpeq_epi8(x, _mm_set1_epi8(b'\\' as i8)),
     );
-    let hits = _mm_or_si128(quote_or_backslash, control);
+    let mut hits = _mm_or_si128(quote_or_backslash, control);
     if SLASH {
-        _mm_or_si128(hits, _mm_cmpeq_epi8(x, _mm_set1_epi8(b'/' as i8)))
-    } else {
-        hits
+        hits = _mm_or_si128(hits, _mm_cmpeq_epi8(x, _mm_set1_epi8(b'/' as i8)));
     }
+    let mask = _mm_movemask_epi8(hits);
+    (mask != 0).then(|| i + mask.trailing_zeros() as usize)
 }
 
 /// `find_escape` for the last bytes, fewer than a SIMD block: eight at a time, then one.
@@ -474,10 +468,8 @@ mod avx2 {
                 i += 32;
             }
             if i + 16 <= s.len() {
-                let x = _mm_loadu_si128(s.as_ptr().add(i) as *const __m128i);
-                let mask = _mm_movemask_epi8(super::sse2_escapes::<SLASH>(x));
-                if mask != 0 {
-                    return i + mask.trailing_zeros() as usize;
+                if let Some(at) = super::sse2_block::<SLASH>(s, i) {
+                    return at;
                 }
                 i += 16;
             }

@@ -151,8 +151,8 @@ fn unicode_escapes() {
 
 /// Strings of random pieces (plain runs of every length up to past the 16-byte search
 /// step, two-character escapes, `\u` escapes of each UTF-8 length, surrogate pairs), each
-/// written escaped and as the text it stands for: the unescaper, which writes into a
-/// single reserve, must give that text back for every mix.
+/// written escaped and as the text it stands for: the unescaper must give that text back
+/// for every mix.
 #[test]
 fn random_escaped_strings_unescape_to_their_text() {
     let mut seed = 0xe5c_u64;
