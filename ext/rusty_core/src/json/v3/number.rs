@@ -85,11 +85,12 @@ pub(super) fn scan(src: &[u8], p: usize, negative: bool) -> Result<Number, usize
     })
 }
 
-/// An integer of fewer than 18 digits is made from the scan's value; longer ones by
-/// Ruby from the text (`None`).
+/// An integer of at most 18 digits (always a Fixnum) is made from the scan's value;
+/// longer ones by Ruby from the text (`None`). json 3.1.0 hands 18-digit ones to Ruby too,
+/// for the same Integer: twitter.json's ids are such, and each cost a call into Ruby.
 #[inline(always)]
 pub(super) fn integer_value(n: &Number) -> Option<i64> {
-    (n.digits < 18).then(|| {
+    (n.digits <= 18).then(|| {
         let m = n.mantissa as i64;
         if n.negative {
             -m

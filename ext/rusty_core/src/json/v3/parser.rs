@@ -49,7 +49,7 @@ pub trait Sink {
     fn boolean(&mut self, value: bool) -> Result<(), Self::Error>;
     fn nan(&mut self) -> Result<(), Self::Error>;
     fn infinity(&mut self, negative: bool) -> Result<(), Self::Error>;
-    /// An integer literal, and its value when it has fewer than 18 digits.
+    /// An integer literal, and its value when it has at most 18 digits.
     fn integer(&mut self, text: &[u8], value: Option<i64>) -> Result<(), Self::Error>;
     fn float(&mut self, text: &[u8], value: FloatValue) -> Result<(), Self::Error>;
     fn string(&mut self, bytes: &[u8], key: bool) -> Result<(), Self::Error>;

@@ -490,6 +490,21 @@ fn numbers() {
     }
 }
 
+/// Integers of up to 18 digits (every one a Fixnum) take their value from the scan; longer
+/// ones go to Ruby's converter, which alone can make a Bignum.
+#[test]
+fn integers_up_to_18_digits_take_the_scanned_value() {
+    let value = |src: &str, negative: bool| {
+        let n = super::number::scan(src.as_bytes(), 0, negative).unwrap();
+        super::number::integer_value(&n)
+    };
+    assert_eq!(value("0", true), Some(0));
+    assert_eq!(value("505874924095815681", false), Some(505874924095815681));
+    assert_eq!(value("999999999999999999", true), Some(-999999999999999999));
+    assert_eq!(value("1000000000000000000", false), None);
+    assert_eq!(value("4611686018427387903", false), None);
+}
+
 #[test]
 fn snippets_cut_whole_characters() {
     let quoted = |s: &[u8]| match snippet(s, 0) {
