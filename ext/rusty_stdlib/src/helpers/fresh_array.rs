@@ -4,8 +4,10 @@
 //! libruby per Array) and `RB_OBJ_WRITE`: about 100 instructions of the 500 an Array of
 //! two Floats costs, and canada.json's parse makes 56,000 of them. Here the elements are
 //! written where `rb_ary_new_capa` put the Array's room (in the object when embedded,
-//! else its heap buffer), its length set as Ruby sets it, and the GC told of each object
-//! written, as `RB_OBJ_WRITE` tells it.
+//! else its heap buffer), its length set as Ruby sets it. Into a heap buffer, whose
+//! allocation may have run the GC, the GC is told of each object written, as
+//! `RB_OBJ_WRITE` tells it; an embedded Array is new, young and unmarked when written, so
+//! it needs no barrier.
 //!
 //! Only for up to [`MAX_LEN`] elements, where Ruby itself writes element by element
 //! (longer copies use one `rb_gc_writebarrier_remember`, which these Rubies do not all
@@ -62,11 +64,18 @@ unsafe fn fill(values: &[VALUE]) -> VALUE {
         let mask = ruby_rarray_flags::RARRAY_EMBED_LEN_MASK as VALUE;
         let shift = ruby_rarray_consts::RARRAY_EMBED_LEN_SHIFT as u32;
         *flags = (*flags & !mask) | ((len as VALUE) << shift);
-    } else {
-        let heap = &mut (*array).as_.heap;
-        std::ptr::copy_nonoverlapping(values.as_ptr(), heap.ptr as *mut VALUE, len);
-        heap.len = len as _;
+        // An embedded Array was allocated by `rb_ary_new_capa` alone, with nothing
+        // allocated since: it is young and unmarked, so no old or marked object gained
+        // a reference, and the GC need not hear of these writes (as with the first
+        // fields Ruby's own `newobj_of` stores).
+        return ary;
     }
+    let heap = &mut (*array).as_.heap;
+    std::ptr::copy_nonoverlapping(values.as_ptr(), heap.ptr as *mut VALUE, len);
+    heap.len = len as _;
+    // Allocating the buffer (apart from the object) may have run the GC, which may
+    // have marked the Array: the GC is told of each object written, as `RB_OBJ_WRITE`
+    // tells it.
     for &v in values {
         if !rb_sys::SPECIAL_CONST_P(v) {
             rb_sys::rb_gc_writebarrier(ary, v);

@@ -14,9 +14,12 @@
 //!   ([`Shape`]): a copy of a template Hash (`rb_hash_dup` copies the st_table, stored
 //!   key hashes and bins included), whose values are then written in place.
 //!
-//! Either way the GC is told of the writes ([`Barrier`]): once for the whole Hash on Ruby
-//! 3.1 (`rb_gc_writebarrier_remember`, what Ruby's own bulk copies into an Array use),
-//! once per object written on 3.3 and 3.4, which do not export that call.
+//! The GC is told of the writes ([`Barrier`]) where it may have run since the Hash was
+//! allocated: once for the whole Hash on Ruby 3.1 (`rb_gc_writebarrier_remember`, what
+//! Ruby's own bulk copies into an Array use), once per object written into a copied
+//! template on 3.3 and 3.4, which do not export that call. An ar_table Hash on 3.3 and
+//! 3.4 holds its table in the object, allocated with it and written before anything else
+//! is allocated: a new object is young and unmarked, so those writes need no barrier.
 //!
 //! Only where `hash_layout` describes and checks the layouts, and where Hashes filled
 //! here then behave as Ruby's own under Ruby's lookups ([`fills_read_back`], once);
@@ -141,8 +144,14 @@ unsafe fn fill(barrier: Barrier, pairs: &[VALUE], hints: &[u8]) -> Result<VALUE,
     }
     let size_and_bound = ((used as VALUE) << BOUND_SHIFT) | ((used as VALUE) << SIZE_SHIFT);
     *flags = (*flags & !SIZE_AND_BOUND_MASK) | size_and_bound;
-    // No GC ran since the Hash was made (nothing allocated since).
-    barrier.written(hash, table[..used].iter().flatten().copied());
+    // Where the table is in the object (3.3, 3.4), the Hash was allocated by the call
+    // above with nothing allocated since: it is young and unmarked, so no old or marked
+    // object gained a reference, and the GC need not hear of these writes (as with the
+    // first fields Ruby's own `newobj_of` stores). Ruby 3.1 allocates the table apart,
+    // which may run the GC in between: it is told.
+    if !EMBEDDED_TABLES {
+        barrier.written(hash, table[..used].iter().flatten().copied());
+    }
     Ok(hash)
 }
 
