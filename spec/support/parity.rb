@@ -35,7 +35,8 @@ module Parity
   end
 
   # Runs the block, which may overflow the machine stack inside the stdlib (a recursive
-  # parse or generate of a very deep document), with the GC off when `stdlib` is true.
+  # JSON parse or generate, or Marshal dump or load, of something very deep), with the
+  # GC off when `stdlib` is true.
   # Raising SystemStackError allocates; if that allocation starts a collection, Ruby 3.1
   # aborts the whole process ("[BUG] system stack overflow during GC") instead. That
   # happened once, in the GC.stress leg, whose collections on our side leave the heap
