@@ -594,13 +594,20 @@ impl<'s> Gen<'s> {
     /// Inlined so that the large `Gen` is built in place rather than copied out.
     #[inline(always)]
     fn with_state(state_value: Value, state: &'s State, cfg: Cow<'s, Config>) -> Gen<'s> {
-        // The compact layout's delimiters need no allocation.
-        let object_delim2 = LayoutBytes::concat(&[
-            cfg.space_before.as_deref().unwrap_or(b""),
-            b":",
-            cfg.space.as_deref().unwrap_or(b""),
-        ]);
-        let array_delim = LayoutBytes::concat(&[b",", cfg.array_nl.as_deref().unwrap_or(b"")]);
+        let compact = compact::is_compact(&cfg);
+        // The delimiters need no allocation (see `LayoutBytes`).
+        let (object_delim2, array_delim) = if compact {
+            (LayoutBytes::byte(b':'), LayoutBytes::byte(b','))
+        } else {
+            (
+                LayoutBytes::concat(&[
+                    cfg.space_before.as_deref().unwrap_or(b""),
+                    b":",
+                    cfg.space.as_deref().unwrap_or(b""),
+                ]),
+                LayoutBytes::concat(&[b",", cfg.array_nl.as_deref().unwrap_or(b"")]),
+            )
+        };
         let capacity = cfg.buffer_initial_length.clamp(1, 1 << 20) as usize;
         let key_escaping =
             key_cache::escaping(cfg.ascii_only, cfg.escape_slash, cfg.escape_separators);
@@ -615,7 +622,7 @@ impl<'s> Gen<'s> {
             escape_separators: cfg.escape_separators,
             object_layout: cfg.object_nl.is_some() || cfg.indent.is_some(),
             colon_only: &object_delim2[..] == b":",
-            compact: compact::is_compact(&cfg),
+            compact,
             cfg,
             object_delim2,
             array_delim,
