@@ -158,7 +158,7 @@ module RustyStdlib
       def swap_out!
         return nil unless @installed_now
 
-        reason = MethodSwap.unswap(::JSON.singleton_class => %i[parse generate])
+        reason = MethodSwap.unswap(::JSON.singleton_class => %i[parse generate pretty_generate])
         return reason if reason
 
         ::JSON.parser = @gem_parser
@@ -207,6 +207,7 @@ module RustyStdlib
         else
           install_generator(generator)
           swap_plain(:generate, PlainGenerate)
+          swap_pretty
         end
         @generator_installed = true
       end
@@ -330,6 +331,16 @@ module RustyStdlib
         V3::Parser
       end
 
+      # json 2.x's JSON.pretty_generate(obj) is `create_pretty_state.generate(obj)`; ours
+      # writes that layout itself while create_pretty_state is json's own method, which
+      # PlainPrettyGenerate (native) checks at every call against the one remembered here.
+      def swap_pretty
+        return unless MethodSwap.stock?(::JSON.singleton_class, :create_pretty_state, "/json/common.rb")
+
+        PlainPrettyGenerate.remember_pretty_state(::JSON.method(:create_pretty_state))
+        swap_plain(:pretty_generate, PlainPrettyGenerate)
+      end
+
       def swap_plain(name, source)
         owner = ::JSON.singleton_class
         MethodSwap.swap(owner, name, source) if MethodSwap.stock?(owner, name, "/json/common.rb")
@@ -360,7 +371,8 @@ module RustyStdlib
     end
 
     # PlainGenerate, whose #generate writes `JSON.generate(obj)` without making a State
-    # and otherwise calls the gem's, is native: ext/rusty_stdlib/src/json/generator.rs.
+    # and otherwise calls the gem's, is native: ext/rusty_stdlib/src/json/generator.rs;
+    # so is PlainPrettyGenerate (json 2.x's JSON.pretty_generate(obj), generator/plain_pretty.rs).
   end
 end
 

@@ -64,6 +64,8 @@ module JSONGenParity
     generate_plain: ->(_g, v, _o) { JSON.generate(v) },
     fast_generate: ->(_g, v, o) { JSON.fast_generate(v, o) },
     pretty_generate: ->(_g, v, o) { JSON.pretty_generate(v, o) },
+    # And JSON.pretty_generate(value) without a State (json/generator/plain_pretty.rs).
+    pretty_plain: ->(_g, v, _o) { JSON.pretty_generate(v) },
     state_generate: ->(_g, v, o) { JSON::State.new(o).generate(v) },
     generate_with_state: ->(_g, v, o) { JSON.generate(v, JSON::State.new(o)) },
     brackets: ->(_g, v, o) { JSON[v, o] },
@@ -90,9 +92,9 @@ module JSONGenParity
     coder: ->(_g, v, o) { JSON::Coder.new(**o.transform_keys(&:to_sym)).dump(v) }
   }.freeze
 
-  # Under GC stress, three entry points stand for the others (they share one path:
+  # Under GC stress, four entry points stand for the others (they share one path:
   # generate with options is state_generate's).
-  STRESS_ENTRY_POINTS = %i[generate_plain state_generate to_json_state].freeze
+  STRESS_ENTRY_POINTS = %i[generate_plain pretty_plain state_generate to_json_state].freeze
 
   def expect_all_entry_points(value, opts = {})
     points = JSONParity.v3? ? ENTRY_POINTS_V3 : ENTRY_POINTS

@@ -102,6 +102,52 @@ RSpec.describe "JSON.parse / JSON.generate under an app's wrappers" do
     expect(stdlib).to eq(['{"a":[1,"x"]}', 'logged:{"a":[1,"x"]}', 'logged:{"a":[1,"x"]}', '{"a":[1,"x"]}', true])
   end
 
+  # json 2.x's JSON.pretty_generate(obj) is `create_pretty_state.generate(obj)`; ours writes
+  # that layout itself only while create_pretty_state is json's own method (compared at
+  # every call, ext/rusty_stdlib/src/json/generator/plain_pretty.rs). An app that redefines
+  # it, makes it private, puts the original back or wraps it must see what the gem does.
+  it "follows JSON.create_pretty_state when an app changes it between calls" do
+    skip "json 3's JSON.pretty_generate makes no pretty State (it is the gem's there)" if JSONParity.v3?
+    script = lambda do |ours|
+      <<~RUBY
+        #{'require "rusty_stdlib"' if ours}
+        require "json"
+        doc = { "a" => [1, { "b" => "x" }, []], "c" => {} }
+        results = [JSON.pretty_generate(doc)]
+        original = JSON.method(:create_pretty_state)
+        $VERBOSE = nil # "method redefined"
+        def JSON.create_pretty_state = JSON::State.new(indent: "    ", object_nl: "\\n", array_nl: "\\n")
+        results << JSON.pretty_generate(doc) << JSON.pretty_generate(doc, nil)
+        JSON.define_singleton_method(:create_pretty_state, original)
+        results << JSON.pretty_generate(doc)
+        JSON.singleton_class.send(:private, :create_pretty_state)
+        results << begin
+          JSON.pretty_generate(doc)
+        rescue NoMethodError => e
+          [e.class, e.message]
+        end
+        JSON.singleton_class.send(:public, :create_pretty_state)
+        results << JSON.pretty_generate(doc)
+        JSON.singleton_class.prepend(Module.new { def create_pretty_state = super.tap { |s| s.indent = "\\t" } })
+        results << JSON.pretty_generate(doc)
+        $VERBOSE = true
+        results << #{ours ? 'RustyStdlib::JSON.plain?(:pretty_generate)' : 'nil'}
+        print Marshal.dump(results)
+      RUBY
+    end
+    (ours, ours_err), (stdlib, stdlib_err) = run_with_and_without_ours { |with_ours| script.call(with_ours) }
+    expect([ours_err, stdlib_err]).to eq(["", ""])
+    expect(ours[0...-1]).to eq(stdlib[0...-1])
+    # The redefinition and the wrapper do change the gem's text (so a fast path that
+    # ignored them would fail above).
+    expect(stdlib[1]).to include('    "a"')
+    expect(stdlib[6]).to include("\t\"a\"")
+    expect(stdlib[4].first).to eq(NoMethodError)
+    # Swapped in wherever our json 2.x generator is installed.
+    expected = RustyStdlib::JSON.generator_status == :installed && !JSONParity.v3?
+    expect(ours.last).to eq(expected) if JSONParity.installed?
+  end
+
   # docs/compatibility.md, JSON: the option-less JSON.parse(source) / JSON.generate(obj) make no Parser
   # or State, so a patch of JSON::Parser#parse or JSON::State#generate does not see them
   # (it does with json 2.6.1, whose Ruby code calls both; json 2.9.1 calls neither); every
@@ -128,6 +174,8 @@ RSpec.describe "JSON.parse / JSON.generate under an app's wrappers" do
     (ours, ours_err), (stdlib, stdlib_err) = run_with_and_without_ours { |with_ours| script.call(with_ours) }
     expect([ours_err, stdlib_err]).to eq(["", ""])
     skipped = JSONParity.installed? ? %i[plain_parse plain_generate nil_generate] : []
+    # json 2.x's option-less JSON.pretty_generate too (json 3's is State.generate(obj, opts)).
+    skipped << :pretty if defined?(RustyStdlib::JSON) && RustyStdlib::JSON.plain?(:pretty_generate)
     expected = stdlib.to_h { |name, (result, log)| [name, [result, skipped.include?(name) ? [] : log]] }
     expect(ours).to eq(expected)
     expect(stdlib.fetch(:state).last).to eq([:generate])

@@ -19,9 +19,23 @@ impl LayoutBytes {
     /// One byte: the compact layout's `:` or `,`, made without `concat`'s copying loop
     /// (which was about 200 instructions of a small `JSON.generate(obj, opts)`).
     pub const fn byte(byte: u8) -> LayoutBytes {
+        LayoutBytes::short(&[byte])
+    }
+
+    /// `short` (at most 22 bytes; longer does not compile in a constant) kept inline:
+    /// for layouts known in advance, such as `JSON.pretty_generate`'s.
+    pub const fn short(short: &[u8]) -> LayoutBytes {
+        assert!(short.len() <= INLINE, "a short layout string");
         let mut bytes = [0; INLINE];
-        bytes[0] = byte;
-        LayoutBytes::Inline { len: 1, bytes }
+        let mut i = 0;
+        while i < short.len() {
+            bytes[i] = short[i];
+            i += 1;
+        }
+        LayoutBytes::Inline {
+            len: short.len() as u8,
+            bytes,
+        }
     }
 
     /// The pieces one after another.
@@ -91,5 +105,19 @@ mod tests {
             LayoutBytes::concat(&[&long[..20], b":", &long[..20]]).len(),
             41
         );
+    }
+
+    #[test]
+    fn constant_layouts_match_concat() {
+        const PRETTY: LayoutBytes = LayoutBytes::short(b"  ");
+        assert_eq!(&*PRETTY, b"  ");
+        assert_eq!(&*LayoutBytes::byte(b':'), b":");
+        assert_eq!(&*LayoutBytes::short(b""), b"");
+        let widest = [b'x'; 22];
+        assert_eq!(&*LayoutBytes::short(&widest), &widest[..]);
+        assert!(matches!(
+            LayoutBytes::short(&widest),
+            LayoutBytes::Inline { len: 22, .. }
+        ));
     }
 }

@@ -31,6 +31,7 @@ use rusty_core::json::layout_bytes::LayoutBytes;
 use rusty_core::json::Output;
 
 mod compact;
+mod plain_pretty;
 mod raw_string;
 mod state_v2_9;
 
@@ -653,17 +654,15 @@ impl Drop for Gen<'_> {
     }
 }
 
-/// `JSON.generate(obj)` without options, as `State.new.generate(obj)` but with no State
-/// object: the generation runs as in an unprotected Hash walk (see [`Gen::ruby_needed`]),
-/// so it stops, with nothing observable done, where user code or an error would need the
-/// State; `None` then tells the caller to take the gem's way (`State.new.generate(obj)`).
-fn try_generate(ruby: &Ruby, obj: Value) -> Result<Option<RString>, Error> {
+/// `JSON.generate(obj)` without options (`cfg`: [`DEFAULT_CONFIG`]), as
+/// `State.new.generate(obj)` but with no State object: the generation runs as in an
+/// unprotected Hash walk (see [`Gen::ruby_needed`]), so it stops, with nothing observable
+/// done, where user code or an error would need the State; `None` then tells the caller
+/// to take the gem's way (`State.new.generate(obj)`). `JSON.pretty_generate(obj)` too,
+/// with the pretty layout (see `plain_pretty`).
+fn try_generate(ruby: &Ruby, obj: Value, cfg: &'static Config) -> Result<Option<RString>, Error> {
     let scratch = State::default();
-    let mut gen = Gen::with_state(
-        ruby.qnil().as_value(),
-        &scratch,
-        Cow::Borrowed(&DEFAULT_CONFIG),
-    );
+    let mut gen = Gen::with_state(ruby.qnil().as_value(), &scratch, Cow::Borrowed(cfg));
     gen.unprotected = 1;
     match gen.value(ruby, obj) {
         Ok(()) => Ok(Some(gen.finish(ruby))),
@@ -691,6 +690,16 @@ pub(crate) fn names_state(
     })
 }
 
+/// The object of an option-less call, `(obj)` or `(obj, nil)`, which the plain paths
+/// (`JSON.generate`, `JSON.pretty_generate`) answer themselves.
+pub(crate) fn option_less(args: &[Value]) -> Option<Value> {
+    match args {
+        [obj] => Some(*obj),
+        [obj, opts] if opts.is_nil() => Some(*obj),
+        _ => None,
+    }
+}
+
 /// `RustyStdlib::JSON::PlainGenerate#generate`, swapped in for `JSON.generate` (see
 /// lib/rusty_stdlib/method_swap.rb):
 /// `JSON.generate(obj)` (or `JSON.generate(obj, nil)`) is `State.new.generate(obj)` in the
@@ -699,17 +708,13 @@ pub(crate) fn names_state(
 /// given, the wrong number of arguments, another generator installed, user code met on
 /// the way) is the gem's `JSON.generate`, with the arguments as given.
 fn plain_generate(ruby: &Ruby, rb_self: Value, args: &[Value]) -> Result<Value, Error> {
-    let plain = match args {
-        [obj] => Some(*obj),
-        [obj, opts] if opts.is_nil() => Some(*obj),
-        _ => None,
-    };
+    let plain = option_less(args);
     if let Some(obj) = plain {
         // What the gem's `State` names (looked up in `JSON`, as common.rb's code does).
         let module = rb_self.as_raw();
         let ours = ruby.get_inner(&STATE_CLASS).as_raw();
         if names_state(module, ours, &STATE_IS_OURS)? {
-            if let Some(result) = try_generate(ruby, obj)? {
+            if let Some(result) = try_generate(ruby, obj, &DEFAULT_CONFIG)? {
                 return Ok(result.as_value());
             }
         }
@@ -1509,6 +1514,7 @@ pub fn init(ruby: &Ruby, json: RModule) -> Result<(), Error> {
     let generator = json.define_module("Generator")?;
     let plain = json.define_module("PlainGenerate")?;
     plain.define_method("generate", method!(plain_generate, -1))?;
+    plain_pretty::define(json)?;
     let state = generator.define_class("State", ruby.class_object())?;
     state.define_alloc_func::<State>();
     state.define_singleton_method("from_state", method!(State::from_state_method, 1))?;

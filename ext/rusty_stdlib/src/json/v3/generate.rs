@@ -1058,11 +1058,7 @@ static STATE_IS_OURS: crate::helpers::constants::Remembered =
 /// runs without the Ruby frame while `JSON::State` is ours; every other call is the gem's
 /// JSON.generate, with the arguments as given.
 pub fn plain_generate(ruby: &Ruby, rb_self: Value, args: &[Value]) -> Result<Value, Error> {
-    let plain = match args {
-        [obj] => Some(*obj),
-        [obj, opts] if opts.is_nil() => Some(*obj),
-        _ => None,
-    };
+    let plain = crate::json::generator::option_less(args);
     let module = rb_self.as_raw();
     let ours = ruby.get_inner(&STATE_CLASS).as_raw();
     if let Some(obj) = plain {
