@@ -49,7 +49,15 @@ impl Leaves for Gen<'_> {
     /// calling them here (with their own type and layout checks) cost 4% of twitter's
     /// generate.
     #[inline(always)]
-    fn key(&mut self, ruby: &Ruby, key: VALUE, first: ruby_value_type) -> Result<(), NeedsRuby> {
+    fn key(
+        &mut self,
+        ruby: &Ruby,
+        key: VALUE,
+        first: ruby_value_type,
+        colon: bool,
+    ) -> Result<(), NeedsRuby> {
+        // json 3's generator walks only the compact layout this way.
+        debug_assert!(colon);
         let key_type = unsafe { rb_sys::RB_TYPE(key) };
         if key_type != first {
             return Err(NeedsRuby);
