@@ -43,7 +43,8 @@ module Fuzz
     def generate(obj, opts, how)
       case how
       when :generate then opts ? JSON.generate(obj, opts) : JSON.generate(obj)
-      when :pretty_generate then JSON.pretty_generate(obj, opts || {})
+      # Option-less, ours writes it without json's Ruby (json 2.x; generator/plain_pretty.rs).
+      when :pretty_generate then opts ? JSON.pretty_generate(obj, opts) : JSON.pretty_generate(obj)
       else obj.to_json(opts && JSON::State.new(opts))
       end
     end
