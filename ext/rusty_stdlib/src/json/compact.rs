@@ -126,19 +126,8 @@ impl Layout for Compact {
     }
 }
 
-/// The pairs of `hash`, entered at nesting `depth`, between its braces, in the compact
-/// layout.
-pub(crate) fn pairs<G: Leaves>(
-    gen: &mut G,
-    ruby: &Ruby,
-    hash: VALUE,
-    depth: i64,
-) -> Result<(), NeedsRuby> {
-    pairs_in(gen, &Compact, ruby, hash, depth)
-}
-
 /// The pairs of `hash`, entered at nesting `depth`, between its braces, in `layout`.
-pub(crate) fn pairs_in<G: Leaves, L: Layout>(
+pub(crate) fn pairs<G: Leaves, L: Layout>(
     gen: &mut G,
     layout: &L,
     ruby: &Ruby,
@@ -186,20 +175,9 @@ fn pair<G: Leaves, L: Layout>(
     value_at(gen, layout, ruby, value, depth)
 }
 
-/// The elements of `ary`, entered at nesting `depth`, between its brackets, in the
-/// compact layout.
-pub(crate) fn elements<G: Leaves>(
-    gen: &mut G,
-    ruby: &Ruby,
-    ary: VALUE,
-    depth: i64,
-) -> Result<(), NeedsRuby> {
-    elements_in(gen, &Compact, ruby, ary, depth)
-}
-
 /// The elements of `ary`, entered at nesting `depth`, between its brackets (after
 /// [`Layout::open_array`]), in `layout`.
-pub(crate) fn elements_in<G: Leaves, L: Layout>(
+pub(crate) fn elements<G: Leaves, L: Layout>(
     gen: &mut G,
     layout: &L,
     ruby: &Ruby,
@@ -270,7 +248,7 @@ fn object<G: Leaves, L: Layout>(
             return Ok(());
         }
         gen.out().push(b'{');
-        pairs_in(gen, layout, ruby, raw, depth)?;
+        pairs(gen, layout, ruby, raw, depth)?;
         layout.close_object(gen.out(), depth);
         gen.out().push(b'}');
         Ok(())
@@ -283,7 +261,7 @@ fn object<G: Leaves, L: Layout>(
         }
         gen.out().push(b'[');
         layout.open_array(gen.out());
-        elements_in(gen, layout, ruby, raw, depth)?;
+        elements(gen, layout, ruby, raw, depth)?;
         layout.close_array(gen.out(), depth);
         gen.out().push(b']');
         Ok(())

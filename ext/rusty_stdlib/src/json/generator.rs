@@ -35,7 +35,7 @@ mod plain_pretty;
 mod raw_string;
 mod state_v2_9;
 
-use super::compact::Layout as _;
+use super::compact::{Compact, Layout as _};
 use super::dialect::Dialect;
 use super::key_cache;
 use super::output::RubyOutput;
@@ -553,14 +553,10 @@ struct Gen<'s> {
     ascii_only: bool,
     escape_slash: bool,
     escape_separators: bool,
-    /// Whether `object_nl` or `indent` is set (the compact layout writes neither).
-    object_layout: bool,
-    /// Whether `object_delim2` is the compact layout's `:`.
-    colon_only: bool,
     /// Whether no layout string is set, so that `compact`'s walk may be used.
     compact: bool,
-    object_delim2: LayoutBytes,
-    array_delim: LayoutBytes,
+    /// What is written between values, read out of `cfg` once.
+    layout: compact::StateLayout,
     out: RubyOutput,
     utf8: i32,
     usascii: i32,
@@ -597,19 +593,8 @@ impl<'s> Gen<'s> {
     #[inline(always)]
     fn with_state(state_value: Value, state: &'s State, cfg: Cow<'s, Config>) -> Gen<'s> {
         let compact = compact::is_compact(&cfg);
-        // The delimiters need no allocation (see `LayoutBytes`).
-        let (object_delim2, array_delim) = if compact {
-            (LayoutBytes::byte(b':'), LayoutBytes::byte(b','))
-        } else {
-            (
-                LayoutBytes::concat(&[
-                    cfg.space_before.as_deref().unwrap_or(b""),
-                    b":",
-                    cfg.space.as_deref().unwrap_or(b""),
-                ]),
-                LayoutBytes::concat(&[b",", cfg.array_nl.as_deref().unwrap_or(b"")]),
-            )
-        };
+        let dialect = Dialect::current();
+        let layout = compact::StateLayout::new(&cfg, compact, dialect);
         let capacity = cfg.buffer_initial_length.clamp(1, 1 << 20) as usize;
         let key_escaping =
             key_cache::escaping(cfg.ascii_only, cfg.escape_slash, cfg.escape_separators);
@@ -622,12 +607,9 @@ impl<'s> Gen<'s> {
             ascii_only: cfg.ascii_only,
             escape_slash: cfg.escape_slash,
             escape_separators: cfg.escape_separators,
-            object_layout: cfg.object_nl.is_some() || cfg.indent.is_some(),
-            colon_only: &object_delim2[..] == b":",
             compact,
+            layout,
             cfg,
-            object_delim2,
-            array_delim,
             out: RubyOutput::new(capacity),
             utf8: unsafe { rb_sys::rb_utf8_encindex() },
             usascii: unsafe { rb_sys::rb_usascii_encindex() },
@@ -637,7 +619,7 @@ impl<'s> Gen<'s> {
             unprotected_ok: true,
             keys: key_cache::Lazy::new(),
             key_escaping,
-            dialect: Dialect::current(),
+            dialect,
         }
     }
 
@@ -661,6 +643,7 @@ impl Drop for Gen<'_> {
 /// done, where user code or an error would need the State; `None` then tells the caller
 /// to take the gem's way (`State.new.generate(obj)`). `JSON.pretty_generate(obj)` too,
 /// with the pretty layout (see `plain_pretty`).
+///
 /// Always inlined: each caller's `cfg` is a constant, whose layout checks then fold away
 /// (left out of line, a small `JSON.generate` took 200 instructions more).
 #[inline(always)]
@@ -712,8 +695,7 @@ pub(crate) fn option_less(args: &[Value]) -> Option<Value> {
 /// given, the wrong number of arguments, another generator installed, user code met on
 /// the way) is the gem's `JSON.generate`, with the arguments as given.
 fn plain_generate(ruby: &Ruby, rb_self: Value, args: &[Value]) -> Result<Value, Error> {
-    let plain = option_less(args);
-    if let Some(obj) = plain {
+    if let Some(obj) = option_less(args) {
         // What the gem's `State` names (looked up in `JSON`, as common.rb's code does).
         let module = rb_self.as_raw();
         let ours = ruby.get_inner(&STATE_CLASS).as_raw();
@@ -769,14 +751,6 @@ fn partial_generate(ruby: &Ruby, state_value: Value, obj: Value) -> Result<RStri
     let mut gen = Gen::new(state_value)?;
     gen.value(ruby, obj)?;
     Ok(gen.finish(ruby))
-}
-
-fn push_indent(out: &mut RubyOutput, indent: &Option<LayoutBytes>, depth: i64) {
-    if let Some(indent) = indent {
-        for _ in 0..depth {
-            core::push_bytes(out, indent);
-        }
-    }
 }
 
 impl Gen<'_> {
@@ -1136,14 +1110,11 @@ impl Gen<'_> {
             })?;
             walk.result?;
         } else if self.compact_now() {
-            if crate::json::compact::pairs(self, ruby, raw, depth).is_err() {
-                return self.ruby_needed(ruby);
-            }
+            self.table_pairs(&Compact, ruby, raw, depth)?;
         } else if self.layout_now() {
-            let layout = self.pretty();
-            if crate::json::compact::pairs_in(self, &layout, ruby, raw, depth).is_err() {
-                return self.ruby_needed(ruby);
-            }
+            // A copy: the walk has the whole Gen.
+            let layout = self.layout.clone();
+            self.table_pairs(&layout, ruby, raw, depth)?;
         } else {
             // No Ruby code runs in this walk (see `ruby_needed`) and nothing raises, so the
             // Hash cannot change under it.
@@ -1157,12 +1128,9 @@ impl Gen<'_> {
                 })
             }?;
         }
-        let depth = state.depth.get() - 1;
-        state.depth.set(depth);
-        if let Some(nl) = &self.cfg.object_nl {
-            core::push_bytes(&mut self.out, nl);
-            push_indent(&mut self.out, &self.cfg.indent, depth);
-        }
+        let depth = state.depth.get();
+        state.depth.set(depth - 1);
+        self.layout.close_object(&mut self.out, depth);
         self.out.push(b'}');
         Ok(())
     }
@@ -1182,22 +1150,15 @@ impl Gen<'_> {
         let state = self.state;
         self.cur = state;
         let depth = state.depth.get();
-        if !first {
-            self.out.push(b',');
-        }
-        if self.object_layout {
-            if let Some(nl) = &self.cfg.object_nl {
-                core::push_bytes(&mut self.out, nl);
-            }
-            push_indent(&mut self.out, &self.cfg.indent, depth);
-        }
-        let escaping = key_cache::kept_escaping(self.key_escaping, self.colon_only);
+        self.layout.before_pair(&mut self.out, first, depth);
+        let colon_only = self.layout.colon_in_key();
+        let escaping = key_cache::kept_escaping(self.key_escaping, colon_only);
         let keys = self.keys.table();
         // SAFETY: see `key_cache::Lazy::table`; the table and the output are separate.
         if let Some(written) = unsafe { (*keys).get(key.as_raw(), escaping) } {
             core::push_bytes(&mut self.out, written);
-            if !self.colon_only {
-                core::push_bytes(&mut self.out, &self.object_delim2);
+            if !colon_only {
+                self.layout.after_key(&mut self.out);
             }
             self.cur = state;
             return self.value(ruby, value);
@@ -1223,7 +1184,7 @@ impl Gen<'_> {
             check_type(s, ruby_value_type::RUBY_T_STRING)?;
             self.value(ruby, s)?;
         }
-        if self.colon_only {
+        if colon_only {
             self.out.push(b':');
         }
         if keep {
@@ -1234,8 +1195,8 @@ impl Gen<'_> {
                 unsafe { (*keys).put(key.as_raw(), escaping, &self.out[mark..]) };
             }
         }
-        if !self.colon_only {
-            core::push_bytes(&mut self.out, &self.object_delim2);
+        if !colon_only {
+            self.layout.after_key(&mut self.out);
         }
         self.cur = state;
         self.value(ruby, value)
@@ -1284,45 +1245,25 @@ impl Gen<'_> {
         self.out.push(b'[');
         let raw = ary.as_raw();
         if self.compact_now() {
-            if crate::json::compact::elements(self, ruby, raw, depth).is_err() {
-                return self.ruby_needed(ruby);
-            }
-            state.depth.set(depth - 1);
-            self.out.push(b']');
-            return Ok(());
+            return self.table_array(&Compact, ruby, raw, depth, state);
         }
         if self.layout_now() {
-            let layout = self.pretty();
-            layout.open_array(&mut self.out);
-            if crate::json::compact::elements_in(self, &layout, ruby, raw, depth).is_err() {
-                return self.ruby_needed(ruby);
-            }
-            state.depth.set(depth - 1);
-            layout.close_array(&mut self.out, depth);
-            self.out.push(b']');
-            return Ok(());
+            // A copy: the walk has the whole Gen.
+            let layout = self.layout.clone();
+            return self.table_array(&layout, ruby, raw, depth, state);
         }
-        if let Some(nl) = &self.cfg.array_nl {
-            core::push_bytes(&mut self.out, nl);
-        }
+        self.layout.open_array(&mut self.out);
         let mut i = 0;
         // Length and element are read afresh each time: a #to_json may change the Array.
         while i < unsafe { rb_sys::RARRAY_LEN(raw) } {
-            if i > 0 {
-                core::push_bytes(&mut self.out, &self.array_delim);
-            }
-            push_indent(&mut self.out, &self.cfg.indent, depth);
+            self.layout.before_element(&mut self.out, i == 0, depth);
             let v = unsafe { Value::from_raw(*rb_sys::RARRAY_CONST_PTR(raw).add(i as usize)) };
             self.cur = state;
             self.value(ruby, v)?;
             i += 1;
         }
-        let depth = depth - 1;
-        state.depth.set(depth);
-        if let Some(nl) = &self.cfg.array_nl {
-            core::push_bytes(&mut self.out, nl);
-            push_indent(&mut self.out, &self.cfg.indent, depth);
-        }
+        state.depth.set(depth - 1);
+        self.layout.close_array(&mut self.out, depth);
         self.out.push(b']');
         Ok(())
     }

@@ -1,18 +1,19 @@
-//! json 2.x's part of the compact walk (`json::compact`): when its generator may use it,
-//! and how it writes keys, Strings and Floats there.
+//! json 2.x's part of the table walk (`json::compact`): when its generator may use it,
+//! how it writes keys, Strings and Floats there, and the layout it writes
+//! ([`StateLayout`], which the general walk writes too).
 
 use magnus::{
     prelude::*,
     rb_sys::{AsRawValue, FromRawValue},
-    RString, Ruby, Symbol, Value,
+    Error, RString, Ruby, Symbol, Value,
 };
 use rb_sys::{ruby_value_type, VALUE};
 use rusty_core::json as core;
 use rusty_core::json::layout_bytes::LayoutBytes;
 use rusty_core::json::Output;
 
-use super::{key_cache, Config, Dialect, Gen};
-use crate::json::compact::{Layout, Leaves, NeedsRuby};
+use super::{key_cache, Config, Dialect, Gen, State};
+use crate::json::compact::{self, Layout, Leaves, NeedsRuby};
 use crate::json::output::RubyOutput;
 
 /// Whether `cfg` has no layout strings: JSON.generate's default, and `fast_generate`'s.
@@ -31,32 +32,58 @@ impl Gen<'_> {
         self.compact && self.unprotected > 0 && self.spilled_from.is_none()
     }
 
-    /// Whether they may be written by the walk in another layout ([`Pretty`]) now: as
-    /// for the compact one, no Ruby code can change the layout while it runs.
+    /// The insides of a Hash entered at `depth`, by the table walk in `layout`; where it
+    /// stops, the error that asks for the protected walk (see `Gen::ruby_needed`).
+    pub(super) fn table_pairs<L: Layout>(
+        &mut self,
+        layout: &L,
+        ruby: &Ruby,
+        hash: VALUE,
+        depth: i64,
+    ) -> Result<(), Error> {
+        if compact::pairs(self, layout, ruby, hash, depth).is_err() {
+            return self.ruby_needed(ruby);
+        }
+        Ok(())
+    }
+
+    /// An Array entered at `depth` after its `[`, by the table walk in `layout`: its
+    /// insides and its `]`, with `state`'s depth put back. Where the walk stops, the
+    /// error that asks for the protected walk.
+    pub(super) fn table_array<L: Layout>(
+        &mut self,
+        layout: &L,
+        ruby: &Ruby,
+        ary: VALUE,
+        depth: i64,
+        state: &State,
+    ) -> Result<(), Error> {
+        layout.open_array(&mut self.out);
+        if compact::elements(self, layout, ruby, ary, depth).is_err() {
+            return self.ruby_needed(ruby);
+        }
+        state.depth.set(depth - 1);
+        layout.close_array(&mut self.out, depth);
+        self.out.push(b']');
+        Ok(())
+    }
+
+    /// Whether they may be written by the table walk in another layout
+    /// ([`StateLayout`]) now: as for the compact one, no Ruby code can change the layout
+    /// while it runs.
     #[inline(always)]
     pub(super) fn layout_now(&self) -> bool {
         !self.compact && self.unprotected > 0 && self.spilled_from.is_none()
     }
-
-    /// This generation's layout, for the walk.
-    pub(super) fn pretty(&self) -> Pretty {
-        let cfg = &self.cfg;
-        Pretty {
-            indent: cfg.indent.clone(),
-            object_nl: cfg.object_nl.clone(),
-            array_nl: cfg.array_nl.clone(),
-            object_delim2: self.object_delim2.clone(),
-            array_delim: self.array_delim.clone(),
-            object_layout: self.object_layout,
-            colon_only: self.colon_only,
-            empty_as_brackets: self.dialect == Dialect::V2_9,
-        }
-    }
 }
 
-/// A layout other than the compact one, written as `Gen::pair`, `Gen::object_walk` and
-/// `Gen::array` write it (json 2.6 and 2.9 differ only in empty containers).
-pub(super) struct Pretty {
+/// The layout strings of a generation and the delimiters made from them, as the general
+/// walk (`Gen::pair`, `Gen::object_walk`, `Gen::array`) and the table walk (json::compact,
+/// for any layout but the compact one, which has [`crate::json::compact::Compact`]) both
+/// write them. json 2.6 and 2.9 differ only in empty containers, which only the table walk
+/// writes here.
+#[derive(Clone)]
+pub(super) struct StateLayout {
     indent: Option<LayoutBytes>,
     object_nl: Option<LayoutBytes>,
     array_nl: Option<LayoutBytes>,
@@ -66,12 +93,49 @@ pub(super) struct Pretty {
     array_delim: LayoutBytes,
     /// Whether a pair starts with `object_nl` and the indent (either is set).
     object_layout: bool,
+    /// Whether `object_delim2` is the compact layout's `:`, which is kept with the key.
     colon_only: bool,
     /// json 2.9 writes an empty Hash as `{}` and an empty Array as `[]` in any layout.
     empty_as_brackets: bool,
 }
 
-impl Pretty {
+impl StateLayout {
+    /// `cfg`'s layout (`compact`: [`is_compact`] of it). The delimiters need no
+    /// allocation (see `LayoutBytes`); the compact layout's are constants, made without
+    /// `concat`'s copying loop (about 200 instructions of a small `JSON.generate`).
+    #[inline(always)]
+    pub(super) fn new(cfg: &Config, compact: bool, dialect: Dialect) -> StateLayout {
+        let empty_as_brackets = dialect == Dialect::V2_9;
+        if compact {
+            // No layout string is set: nothing to read or copy.
+            return StateLayout {
+                indent: None,
+                object_nl: None,
+                array_nl: None,
+                object_delim2: LayoutBytes::byte(b':'),
+                array_delim: LayoutBytes::byte(b','),
+                object_layout: false,
+                colon_only: true,
+                empty_as_brackets,
+            };
+        }
+        let object_delim2 = LayoutBytes::concat(&[
+            cfg.space_before.as_deref().unwrap_or(b""),
+            b":",
+            cfg.space.as_deref().unwrap_or(b""),
+        ]);
+        StateLayout {
+            indent: cfg.indent.clone(),
+            object_nl: cfg.object_nl.clone(),
+            array_nl: cfg.array_nl.clone(),
+            colon_only: &object_delim2[..] == b":",
+            object_delim2,
+            array_delim: LayoutBytes::concat(&[b",", cfg.array_nl.as_deref().unwrap_or(b"")]),
+            object_layout: cfg.object_nl.is_some() || cfg.indent.is_some(),
+            empty_as_brackets,
+        }
+    }
+
     /// `indent` `depth` times (json writes no indent where it is unset).
     #[inline(always)]
     fn indent(&self, out: &mut RubyOutput, depth: i64) {
@@ -81,9 +145,19 @@ impl Pretty {
             }
         }
     }
+
+    /// Before a container's closing bracket: its newline, if set, and the indent of the
+    /// level around it.
+    #[inline(always)]
+    fn close(&self, out: &mut RubyOutput, nl: &Option<LayoutBytes>, depth: i64) {
+        if let Some(nl) = nl {
+            core::push_bytes(out, nl);
+            self.indent(out, depth - 1);
+        }
+    }
 }
 
-impl Layout for Pretty {
+impl Layout for StateLayout {
     #[inline(always)]
     fn colon_in_key(&self) -> bool {
         self.colon_only
@@ -109,10 +183,7 @@ impl Layout for Pretty {
 
     #[inline(always)]
     fn close_object(&self, out: &mut RubyOutput, depth: i64) {
-        if let Some(nl) = &self.object_nl {
-            core::push_bytes(out, nl);
-            self.indent(out, depth - 1);
-        }
+        self.close(out, &self.object_nl, depth);
     }
 
     #[inline(always)]
@@ -132,10 +203,7 @@ impl Layout for Pretty {
 
     #[inline(always)]
     fn close_array(&self, out: &mut RubyOutput, depth: i64) {
-        if let Some(nl) = &self.array_nl {
-            core::push_bytes(out, nl);
-            self.indent(out, depth - 1);
-        }
+        self.close(out, &self.array_nl, depth);
     }
 
     #[inline(always)]

@@ -79,8 +79,7 @@ fn remember_pretty_state(ruby: &Ruby, method: Value) -> Result<Value, Error> {
 /// and `create_pretty_state` the gem's; every other call is the gem's method, with the
 /// arguments as given.
 fn pretty_generate(ruby: &Ruby, rb_self: Value, args: &[Value]) -> Result<Value, Error> {
-    let plain = super::option_less(args);
-    if let Some(obj) = plain {
+    if let Some(obj) = super::option_less(args) {
         let ours = ruby.get_inner(&STATE_CLASS).as_raw();
         if names_state(rb_self.as_raw(), ours, &STATE_IS_OURS)? && pretty_state_stock(ruby, rb_self)
         {

@@ -23,6 +23,7 @@ use crate::helpers::error::c_error;
 use crate::helpers::hash::each_pair_quiet;
 use crate::helpers::raw::{class_of, coderange, encoding_index, str_bytes};
 use crate::helpers::reentry::once;
+use crate::json::compact::Compact;
 use crate::json::key_cache;
 use crate::json::output::RubyOutput;
 
@@ -673,7 +674,7 @@ impl Gen<'_> {
         }
         if self.compact_now() {
             self.out.push(b'[');
-            if crate::json::compact::elements(self, self.ruby, raw, depth).is_err() {
+            if crate::json::compact::elements(self, &Compact, self.ruby, raw, depth).is_err() {
                 let retry = self.ruby_needed().expect_err("an unprotected walk");
                 return Err(self.stash(retry));
             }
@@ -800,7 +801,7 @@ impl Gen<'_> {
             walked?;
         } else if self.compact_now() {
             let depth = self.depth;
-            if crate::json::compact::pairs(self, self.ruby, raw, depth).is_err() {
+            if crate::json::compact::pairs(self, &Compact, self.ruby, raw, depth).is_err() {
                 return self.ruby_needed();
             }
         } else {
