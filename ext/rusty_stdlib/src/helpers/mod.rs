@@ -2,6 +2,7 @@
 
 pub mod constants;
 pub mod error;
+pub mod float;
 pub mod fresh_array;
 pub mod fresh_hash;
 pub mod hash;

@@ -343,25 +343,6 @@ fn truthy(v: VALUE) -> bool {
     v != rb_sys::Qnil as VALUE && v != rb_sys::Qfalse as VALUE
 }
 
-/// A Float, as Ruby's own inline `rb_float_new`: most doubles are flonums (immediates,
-/// encoded below), the rest go to the heap. Inline here, as canada.json's 111k floats
-/// would otherwise each cost a call into Ruby.
-#[inline(always)]
-fn float_value(f: f64) -> VALUE {
-    #[cfg(target_pointer_width = "64")]
-    {
-        let bits = f.to_bits();
-        let exponent_top = (bits >> 60) & 0x7;
-        if bits != 0x3000_0000_0000_0000 && (exponent_top.wrapping_sub(3) & !1) == 0 {
-            return ((bits.rotate_left(3) & !1) | 2) as VALUE;
-        }
-        if bits == 0 {
-            return 0x8000_0000_0000_0002;
-        }
-    }
-    unsafe { rb_sys::rb_float_new(f) }
-}
-
 const fn fixnum(v: i64) -> VALUE {
     ((v << 1) | 1) as VALUE
 }
@@ -703,7 +684,7 @@ impl Sink for RubySink {
             // warns "Float 1e400 out of range" under -w just as the gem does.
             None => self.ruby_float(text)?,
         };
-        let v = float_value(f);
+        let v = crate::helpers::float::new(f);
         self.push(v);
         Ok(())
     }
@@ -883,7 +864,7 @@ impl rusty_core::json::v3::Sink for RubySink {
             Some(f) => f,
             None => self.ruby_float(text)?,
         };
-        self.push(float_value(f));
+        self.push(crate::helpers::float::new(f));
         Ok(())
     }
 

@@ -505,7 +505,7 @@ impl Gen<'_> {
     }
 
     fn float(&mut self, obj: Value) -> Result<(), Error> {
-        let f = unsafe { rb_sys::rb_float_value(obj.as_raw()) };
+        let f = crate::helpers::float::value(obj.as_raw());
         if f.is_finite() {
             core::v3::fpconv::write_f64(f, &mut self.out);
             return Ok(());

@@ -106,7 +106,7 @@ impl Leaves for Gen<'_> {
 
     #[inline(always)]
     fn float(&mut self, _ruby: &Ruby, f: VALUE) -> Result<(), NeedsRuby> {
-        let f = unsafe { rb_sys::rb_float_value(f) };
+        let f = crate::helpers::float::value(f);
         if !f.is_finite() {
             return Err(NeedsRuby);
         }
