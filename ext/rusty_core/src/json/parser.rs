@@ -91,6 +91,11 @@ fn begin_value(b: u8) -> bool {
 fn skip_ignore(src: &[u8], mut p: usize) -> Result<usize, usize> {
     loop {
         match src.get(p) {
+            // One space between tokens (`"key": value`) is the commonest run: what follows
+            // it (no whitespace, no comment) ends the loop too.
+            Some(b' ') if src.get(p + 1).is_some_and(|&b| b > b' ' && b != b'/') => {
+                return Ok(p + 1);
+            }
             Some(b' ' | b'\t' | b'\r' | b'\n') => {
                 p += 1;
                 p = skip_spaces(src, p);

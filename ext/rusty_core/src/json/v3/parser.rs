@@ -136,6 +136,17 @@ impl<S: Sink> Walk<'_, '_, S> {
     fn skip_ws(&mut self) -> Result<(), Fail> {
         loop {
             match self.src.get(self.p) {
+                // One space between tokens (`"key": value`) is the commonest run: what
+                // follows it (no whitespace, no comment) ends the loop below too.
+                Some(b' ')
+                    if self
+                        .src
+                        .get(self.p + 1)
+                        .is_some_and(|&b| b > b' ' && b != b'/') =>
+                {
+                    self.p += 1;
+                    return Ok(());
+                }
                 Some(b' ' | b'\t' | b'\r' | b'\n') => self.p = skip_spaces(self.src, self.p + 1),
                 Some(b'/') => self.comment()?,
                 _ => return Ok(()),
