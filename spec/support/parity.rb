@@ -62,7 +62,12 @@ module Parity
     without_gc(&block)
   end
 
-  def self.without_gc
+  # With `settle`, a full collection first: an incremental one still under way goes on
+  # marking at each allocation even with the GC disabled, and a stack overflow in one of
+  # its steps is "[BUG] system stack overflow during GC" (Ruby 3.4, in a forked child,
+  # whose fork and pipe had allocated just before).
+  def self.without_gc(settle: false)
+    GC.start if settle
     was_disabled = GC.disable
     begin
       yield
@@ -83,7 +88,7 @@ module Parity
       pid = fork do
         reader.close
         message = begin
-          without_gc(&block)
+          without_gc(settle: true, &block)
           nil
         rescue SystemStackError => e
           e.message
