@@ -464,7 +464,9 @@ RSpec.describe "RustyStdlib::Marshal" do
     it "raises MRI's RuntimeError when a hook adds or removes ivars of the object being written" do
       %i[add remove_later remove_earlier set_later freeze].each do |change|
         [:IvarOwner, Array, String].each do |klass|
-          expect_parity(stdlib, ours) do |m|
+          # Ruby 3.1's own Marshal.dump once died here with "[BUG] unreachable" (a CI run
+          # at 83ad5cc, not reproduced with its seed): its side runs in a child process.
+          expect_parity(stdlib, ours, stdlib_in_child: true) do |m|
             owner = klass.is_a?(Symbol) ? RustyMarshalSpec.fresh_class(klass).new : klass.new
             owner.instance_variable_set(:@a, 1)
             owner.instance_variable_set(:@hook, RustyMarshalSpec::IvarChanger.new(owner, change))
