@@ -85,17 +85,22 @@ fn begin_value(b: u8) -> bool {
     )
 }
 
+/// Whether the space at `p` is one alone between tokens (`"key": value`), the commonest
+/// run of whitespace: the byte after it is neither whitespace nor a comment's `/`, so a
+/// whitespace loop would stop right after the space. Both parsers step over it without
+/// their loop and its run scan.
+#[inline(always)]
+pub(super) fn lone_space(src: &[u8], p: usize) -> bool {
+    src.get(p + 1).is_some_and(|&b| b > b' ' && b != b'/')
+}
+
 /// Skips `ignore*` (whitespace and comments). `Err(at)` where a comment goes wrong: the
 /// byte after a lone `/`, or the end of input inside a comment.
 #[inline(always)]
 fn skip_ignore(src: &[u8], mut p: usize) -> Result<usize, usize> {
     loop {
         match src.get(p) {
-            // One space between tokens (`"key": value`) is the commonest run: what follows
-            // it (no whitespace, no comment) ends the loop too.
-            Some(b' ') if src.get(p + 1).is_some_and(|&b| b > b' ' && b != b'/') => {
-                return Ok(p + 1);
-            }
+            Some(b' ') if lone_space(src, p) => return Ok(p + 1),
             Some(b' ' | b'\t' | b'\r' | b'\n') => {
                 p += 1;
                 p = skip_spaces(src, p);

@@ -4,7 +4,7 @@
 use super::error::{Error, ErrorKind, Message, Segment};
 use super::number;
 use super::string::{self, Scanned};
-use crate::json::parser::skip_spaces;
+use crate::json::parser::{lone_space, skip_spaces};
 
 /// The parser options that change the walk (`JSON::Ext::ParserConfig`'s, less those the
 /// binding handles: `symbolize_names`, `freeze`).
@@ -136,14 +136,7 @@ impl<S: Sink> Walk<'_, '_, S> {
     fn skip_ws(&mut self) -> Result<(), Fail> {
         loop {
             match self.src.get(self.p) {
-                // One space between tokens (`"key": value`) is the commonest run: what
-                // follows it (no whitespace, no comment) ends the loop below too.
-                Some(b' ')
-                    if self
-                        .src
-                        .get(self.p + 1)
-                        .is_some_and(|&b| b > b' ' && b != b'/') =>
-                {
+                Some(b' ') if lone_space(self.src, self.p) => {
                     self.p += 1;
                     return Ok(());
                 }
