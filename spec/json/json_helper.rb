@@ -119,11 +119,11 @@ module JSONParity
   # Asserts the same observation for `JSON::Parser.new(source, **opts).parse` with both
   # parsers (`via` picks the entry point: :new, :parse, :parse!, :load).
   def expect_json_parity(source, via: :new, **opts)
+    # The corpus's deepest documents overflow the gem's recursive parser. Shallow ones
+    # cannot, and are not worth a child process each.
+    deep = source.is_a?(String) && source.b.count("[{") > 1_000
     expect_parity(STDLIB, OURS) do |parser|
       JSONParity.with_warnings_captured do
-        # The corpus's deepest documents overflow the gem's recursive parser. Shallow
-        # ones cannot, and are not worth a child process each.
-        deep = source.is_a?(String) && source.b.count("[{") > 1_000
         JSONParity.observe do
           Parity.overflowing_stdlib(parser.equal?(STDLIB), isolate: deep) do
             JSONParity.call(parser, source.dup, via, opts)
