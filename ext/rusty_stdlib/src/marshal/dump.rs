@@ -567,7 +567,7 @@ impl Dumper<'_> {
             self.check_class(CHECK_FLOAT, obj, float_class)?;
             self.remember(obj);
             self.out.push(core::TYPE_FLOAT);
-            core::write_float_body(&mut self.out, unsafe { rb_sys::NUM2DBL(obj) });
+            core::write_float_body(&mut self.out, crate::helpers::float::value(obj));
             return Ok(());
         }
         let mut klass = class_of(obj);
@@ -630,7 +630,7 @@ impl Dumper<'_> {
                 self.check_class(CHECK_FLOAT, obj, klass)?;
                 self.remember(obj);
                 self.out.push(core::TYPE_FLOAT);
-                core::write_float_body(&mut self.out, unsafe { rb_sys::NUM2DBL(obj) });
+                core::write_float_body(&mut self.out, crate::helpers::float::value(obj));
                 Ok(())
             }
             T::RUBY_T_BIGNUM if klass == unsafe { rb_sys::rb_cInteger } => {

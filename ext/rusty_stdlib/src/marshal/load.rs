@@ -524,7 +524,7 @@ impl<'a> Loader<'a> {
             core::TYPE_FLOAT => {
                 let text = self.r.read_bytes().ok_or(Fallback)?;
                 let d = core::parse_float(text).ok_or(Fallback)?;
-                let v = rb_sys::DBL2NUM(d);
+                let v = crate::helpers::float::new(d);
                 self.entry(v);
                 Ok(v)
             }
